@@ -1,0 +1,15 @@
+"""vgkernels: AES-GCM kernels generated as LLVM IR per x86-64 backend, compiled with llvmlite."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["AesGcm", "InvalidTag", "__version__"]
+
+
+def __getattr__(name: str):  # lazy: `import vgkernels` must not compile anything
+    if name in ("AesGcm", "InvalidTag", "Encryptor", "Decryptor"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

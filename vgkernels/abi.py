@@ -1,0 +1,121 @@
+"""The C ABI every backend exports: context layout, function names and signatures.
+
+One source of truth for the IR generators (which lay the context out), the ctypes binding in
+`vgkernels.api`, the timing driver and the AOT header.  Function names are
+``vg_<backend>_<op>`` (``vg_<backend>_<variant>_<op>`` for non-default variants).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+# Context layout (bytes).  64-byte aligned; opaque to callers, documented for readers.
+CTX_ROUND_KEYS = 0  # 15 round keys of 16 bytes, in the byte order AESENC takes them
+CTX_NROUNDS = 240  # u32: 10, 12 or 14
+CTX_KEY_LEN = 244  # u32: 16, 24 or 32
+CTX_POWERS = 256  # powers of H, highest first, ending with H^1, then zero padding
+CTX_NPOW = 72  # room for powers H^72 .. H^1 (2 x the widest group + the length block)
+CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole
+CTX_SIZE = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472
+CTX_ALIGN = 64
+
+
+def power_offset(k: int) -> int:
+    """Byte offset of H^k (k = 1..CTX_NPOW) in the context; H^1 sits last before the padding."""
+    return CTX_POWERS + 16 * (CTX_NPOW - k)
+
+
+# Streaming state (init / aad / update / finish), separate from the key context.
+STREAM_SIZE = 128
+
+
+class Piece(ctypes.Structure):
+    """One input piece of a gather: ``struct vg_piece { const uint8_t *ptr; size_t len; }``."""
+
+    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+P = ctypes.c_void_p
+Z = ctypes.c_size_t
+I = ctypes.c_int
+
+# op -> (restype, argtypes, C prototype tail).  Order matters: it is the header's order.
+SIGNATURES: dict[str, tuple[object, list[object], str]] = {
+    "key_init": (I, [P, P, Z], "(void *ctx, const uint8_t *key, size_t key_len)"),
+    "seal": (
+        I,
+        [P, P, Z, P, Z, P, Z, P],
+        "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+        "size_t aad_len, uint8_t *inout, size_t len, uint8_t tag[16])",
+    ),
+    "seal_out": (
+        I,
+        [P, P, Z, P, Z, P, P, Z, P],
+        "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+        "size_t aad_len, const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16])",
+    ),
+    "seal_gather": (
+        I,
+        [P, P, Z, P, Z, P, Z, P, P],
+        "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+        "size_t aad_len, const struct vg_piece *pieces, size_t n_pieces, uint8_t *out, "
+        "uint8_t tag[16])",
+    ),
+    "open": (
+        I,
+        [P, P, Z, P, Z, P, Z, P, Z],
+        "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+        "size_t aad_len, uint8_t *inout, size_t len, const uint8_t *tag, size_t tag_len)",
+    ),
+    "open_out": (
+        I,
+        [P, P, Z, P, Z, P, P, Z, P, Z],
+        "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+        "size_t aad_len, const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, "
+        "size_t tag_len)",
+    ),
+    # Inner kernels, for cost models and for the split tail strategy.
+    "ctr32": (
+        None,
+        [P, P, P, P, Z],
+        "(const void *ctx, uint8_t counter[16], const uint8_t *in, uint8_t *out, "
+        "size_t nblocks)",
+    ),
+    "ghash": (
+        None,
+        [P, P, P, Z],
+        "(const void *ctx, uint8_t y[16], const uint8_t *blocks, size_t nblocks)",
+    ),
+    "encrypt_blocks": (
+        None,
+        [P, P, P, P, Z],
+        "(const void *ctx, uint8_t y[16], uint8_t counter[16], const uint8_t *in, "
+        "uint8_t *out, size_t nbytes)",
+    ),
+    # Streaming: state is STREAM_SIZE bytes, caller-owned.
+    "stream_init": (
+        I,
+        [P, P, P, Z],
+        "(const void *ctx, void *state, const uint8_t *nonce, size_t nonce_len)",
+    ),
+    "stream_aad": (I, [P, P, P, Z], "(const void *ctx, void *state, const uint8_t *aad, size_t len)"),
+    "stream_encrypt": (
+        I,
+        [P, P, P, P, Z],
+        "(const void *ctx, void *state, const uint8_t *in, uint8_t *out, size_t len)",
+    ),
+    "stream_decrypt": (
+        I,
+        [P, P, P, P, Z],
+        "(const void *ctx, void *state, const uint8_t *in, uint8_t *out, size_t len)",
+    ),
+    "stream_finish": (I, [P, P, P], "(const void *ctx, void *state, uint8_t tag[16])"),
+}
+
+# Only the AVX-512 backend has the two-slice entry (the TLS record shape).
+TWO_SLICE_SIGNATURE = (
+    I,
+    [P, P, P, Z, P, Z, P, P],
+    "(const void *ctx, const uint8_t nonce[12], const uint8_t *aad, size_t aad_len, "
+    "const uint8_t *p0, size_t n0, const uint8_t *p1, uint8_t *out_tag)",
+)

@@ -1,0 +1,137 @@
+"""The backend table: one row per instruction-set level.  Backends are data, not code.
+
+A row names the features it needs, how many 16-byte blocks one vector register holds, the
+group size (blocks per stitched iteration) and the defaults of its variants.  The kernel
+generators read these rows; nothing else in the package branches on a backend's name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+from . import cpu
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    features: frozenset[str]  # FEATURES names the CPU must have
+    llvm_features: str  # target features the code generator gets (others switched off)
+    width: int  # 16-byte blocks per vector register: 1 (xmm), 2 (ymm), 4 (zmm)
+    group: int  # blocks per stitched-loop iteration (default)
+    groups: tuple[int, ...]  # group sizes the generator accepts for sweeps
+    prims: str  # "portable" (plain IR) or "x86" (AES-NI / (V)PCLMULQDQ intrinsics)
+    masked: bool = False  # AVX-512 byte-masked loads/stores for partial vectors
+    two_slice: bool = False  # has the TLS-record two-slice entry
+    copy_below: tuple[int, int] = (0, 0)  # (aligned, unaligned) copy+seal dispatch
+    notes: str = ""
+    rank: int = 0  # higher is preferred when choosing the best usable backend
+
+    def missing(self, have: frozenset[str]) -> frozenset[str]:
+        return self.features - have
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Parameters of one build of a backend's kernels (what the notebooks sweep)."""
+
+    tail: str = "full"  # "full": the stitched loop takes every block; "split": ctr32 + ghash
+    group: int | None = None  # None: the backend's default
+    stitch_min: int | None = None  # blocks below which the stitched loop is not entered
+    extra: tuple[tuple[str, object], ...] = field(default=())
+
+    def resolved(self, be: Backend) -> Variant:
+        g = self.group or be.group
+        if g not in be.groups:
+            raise ValueError(f"{be.name}: group {g} not in {be.groups}")
+        if self.tail not in ("full", "split"):
+            raise ValueError(f"tail must be 'full' or 'split', not {self.tail!r}")
+        sm = self.stitch_min if self.stitch_min is not None else 2 * g
+        if not g <= sm <= 2 * g:
+            raise ValueError(f"stitch_min must lie in [group, 2*group] = [{g}, {2 * g}], got {sm}")
+        return replace(self, group=g, stitch_min=sm)
+
+    def tag(self) -> str:
+        return f"tail={self.tail},group={self.group},stitch_min={self.stitch_min}"
+
+
+_BASE = "-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,-vpclmulqdq,-gfni,-sha,-evex512"
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend(
+        "portable", frozenset(), "-aes,-pclmul,-avx,-avx2,-fma,-f16c,-bmi,-bmi2,-adx," + _BASE,
+        width=1, group=4, groups=(4, 8), prims="portable", rank=0,
+        notes="plain LLVM IR: table-free AES (GF(2^8) inversion), bit-serial masked GHASH",
+    ),
+    Backend(
+        "aesni_pclmul", frozenset({"aes", "pclmulqdq", "ssse3"}),
+        "+aes,+pclmul,+ssse3,+sse4.1,-avx,-avx2,-fma,-f16c,-bmi,-bmi2,-adx," + _BASE,
+        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=1,
+        notes="legacy SSE encoding, 16 xmm registers",
+    ),
+    Backend(
+        "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
+        "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
+        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2,
+        notes="VEX encoding, the background threads' StitchAvx8",
+    ),
+    Backend(
+        "vaes_avx2", frozenset({"aes", "pclmulqdq", "ssse3", "avx", "avx2", "vaes", "vpclmulqdq"}),
+        "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
+        "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
+        width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3,
+        notes="ymm, 16 vector registers",
+    ),
+    Backend(
+        "vaes_avx512",
+        frozenset({"aes", "pclmulqdq", "ssse3", "avx", "avx2", "avx512f", "avx512bw", "avx512vl",
+                   "vaes", "vpclmulqdq"}),
+        "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
+        "+avx512vl,+avx512dq,+evex512",
+        width=4, group=16, groups=(8, 16, 32), prims="x86", masked=True, two_slice=True, rank=4,
+        notes="zmm, 32 vector registers, byte-masked partial vectors",
+    ),
+)
+
+BY_NAME: dict[str, Backend] = {b.name: b for b in BACKENDS}
+
+
+def get(name: str) -> Backend:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def availability(mask: str | None = None) -> dict[str, str | None]:
+    """Backend name -> None when usable, else the reason it is not."""
+    have = cpu.usable_features(mask)
+    host = cpu.host_features()
+    out: dict[str, str | None] = {}
+    for b in BACKENDS:
+        miss = b.missing(have)
+        if not miss:
+            out[b.name] = None
+        elif b.missing(host):
+            out[b.name] = f"CPU lacks {', '.join(sorted(b.missing(host)))}"
+        else:
+            out[b.name] = f"masked off by {cpu.ENV_VAR}: needs {', '.join(sorted(miss))}"
+    return out
+
+
+def usable(mask: str | None = None) -> list[Backend]:
+    avail = availability(mask)
+    return [b for b in BACKENDS if avail[b.name] is None]
+
+
+def choose(name: str | None = None, mask: str | None = None) -> Backend:
+    """The named backend (if usable) or the best usable one; ``$VG_BACKEND`` names one too."""
+    name = name or os.environ.get("VG_BACKEND") or None
+    if name is None:
+        return max(usable(mask), key=lambda b: b.rank)
+    be = get(name)
+    why = availability(mask)[be.name]
+    if why is not None:
+        raise RuntimeError(f"backend {name} is not usable here: {why}")
+    return be

@@ -1,0 +1,214 @@
+"""Types and small IR helpers shared by every generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+i1 = ir.IntType(1)
+i8 = ir.IntType(8)
+i32 = ir.IntType(32)
+i64 = ir.IntType(64)
+i128 = ir.IntType(128)
+ptr = ir.PointerType()
+void = ir.VoidType()
+
+
+def vec(w: int) -> ir.VectorType:
+    """W 16-byte blocks as LLVM sees AES / CLMUL operands: <2W x i64>."""
+    return ir.VectorType(i64, 2 * w)
+
+
+def bvec(w: int) -> ir.VectorType:
+    return ir.VectorType(i8, 16 * w)
+
+
+def dvec(w: int) -> ir.VectorType:
+    return ir.VectorType(i32, 4 * w)
+
+
+def width_of(v: ir.Value) -> int:
+    return v.type.count // 2
+
+
+def c64(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+def csize(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+def zero(w: int) -> ir.Constant:
+    return ir.Constant(vec(w), None)
+
+
+def const_vec(w: int, qwords: Sequence[int]) -> ir.Constant:
+    """A <2W x i64> constant from per-lane (lo, hi) qwords repeated over the W lanes."""
+    vals = [ir.Constant(i64, q & (2**64 - 1)) for _ in range(w) for q in qwords]
+    return ir.Constant(vec(w), vals)
+
+
+class Emitter:
+    """An IRBuilder plus the helpers every generator needs."""
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder):
+        self.module = module
+        self.b = builder
+
+    # -- intrinsics ------------------------------------------------------------------------
+    def intrinsic(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, list(args)), name=name)
+        return fn
+
+    # -- memory ----------------------------------------------------------------------------
+    def gep(self, base: ir.Value, offset: ir.Value | int) -> ir.Value:
+        if isinstance(offset, int):
+            if offset == 0:
+                return base
+            offset = csize(offset)
+        return self.b.gep(base, [offset], source_etype=i8)
+
+    def load(self, base: ir.Value, offset: ir.Value | int = 0, w: int = 1) -> ir.Value:
+        """Unaligned load of W blocks."""
+        return self.b.load(self.gep(base, offset), typ=vec(w), align=1)
+
+    def store(self, v: ir.Value, base: ir.Value, offset: ir.Value | int = 0) -> None:
+        self.b.store(v, self.gep(base, offset), align=1)
+
+    def load_int(self, base: ir.Value, offset: ir.Value | int, typ: ir.IntType) -> ir.Value:
+        return self.b.load(self.gep(base, offset), typ=typ, align=1)
+
+    def store_int(self, v: ir.Value, base: ir.Value, offset: ir.Value | int) -> None:
+        self.b.store(v, self.gep(base, offset), align=1)
+
+    # -- lanes and bytes -------------------------------------------------------------------
+    def xor(self, *vs: ir.Value) -> ir.Value:
+        acc = vs[0]
+        for v in vs[1:]:
+            acc = self.b.xor(acc, v)
+        return acc
+
+    def as_bytes(self, v: ir.Value) -> ir.Value:
+        return self.b.bitcast(v, bvec(width_of(v)))
+
+    def as_vec(self, v: ir.Value) -> ir.Value:
+        return self.b.bitcast(v, vec(v.type.count // 16))
+
+    def shuffle_bytes(self, v: ir.Value, idx: Sequence[int]) -> ir.Value:
+        by = self.as_bytes(v)
+        mask = ir.Constant(ir.VectorType(i32, len(idx)), [ir.Constant(i32, i) for i in idx])
+        return self.as_vec(self.b.shuffle_vector(by, ir.Constant(by.type, None), mask))
+
+    def bswap_lanes(self, v: ir.Value) -> ir.Value:
+        """Reverse the 16 bytes of every block: memory order <-> GHASH's reflected integer."""
+        w = width_of(v)
+        return self.shuffle_bytes(v, [16 * lane + 15 - j for lane in range(w) for j in range(16)])
+
+    def swap_qwords(self, v: ir.Value) -> ir.Value:
+        w = width_of(v)
+        mask = [q for lane in range(w) for q in (2 * lane + 1, 2 * lane)]
+        return self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec(mask))
+
+    def broadcast(self, v: ir.Value, w: int) -> ir.Value:
+        """One block repeated over W lanes."""
+        if w == width_of(v):
+            return v
+        return self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec([0, 1] * w))
+
+    def widen(self, v: ir.Value, w: int) -> ir.Value:
+        """One block in lane 0, zeros in the others."""
+        if w == 1:
+            return v
+        mask = [0, 1] + [2] * (2 * w - 2)
+        return self.b.shuffle_vector(v, zero(1), _i32vec(mask))
+
+    def lane(self, v: ir.Value, k: int) -> ir.Value:
+        return self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec([2 * k, 2 * k + 1]))
+
+    def fold_lanes(self, v: ir.Value) -> ir.Value:
+        """XOR of the W blocks of v (a horizontal fold, halving the width each step)."""
+        w = width_of(v)
+        while w > 1:
+            h = w // 2
+            lo = self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec(range(2 * h)))
+            hi = self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec(range(2 * h, 4 * h)))
+            v, w = self.b.xor(lo, hi), h
+        return v
+
+    def to_i128(self, v: ir.Value) -> ir.Value:
+        return self.b.bitcast(v, i128)
+
+    def from_i128(self, x: ir.Value) -> ir.Value:
+        return self.b.bitcast(x, vec(1))
+
+    # -- control flow ----------------------------------------------------------------------
+    def loop(
+        self,
+        name: str,
+        init: Sequence[ir.Value],
+        cond: Callable[[list[ir.Value]], ir.Value],
+        body: Callable[[list[ir.Value]], Sequence[ir.Value]],
+    ) -> list[ir.Value]:
+        """while cond(vals): vals = body(vals); returns the values on exit."""
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(f"{name}.head")
+        loop_body = b.append_basic_block(f"{name}.body")
+        done = b.append_basic_block(f"{name}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        phis = [b.phi(v.type, name=f"{name}.v{i}") for i, v in enumerate(init)]
+        for p, v in zip(phis, init, strict=True):
+            p.add_incoming(v, pre)
+        b.cbranch(cond(list(phis)), loop_body, done)
+        b.position_at_end(loop_body)
+        nxt = body(list(phis))
+        for p, v in zip(phis, nxt, strict=True):
+            p.add_incoming(v, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return list(phis)
+
+    def if_else_values(
+        self,
+        cond: ir.Value,
+        then: Callable[[], Sequence[ir.Value]],
+        other: Callable[[], Sequence[ir.Value]],
+        name: str = "sel",
+    ) -> list[ir.Value]:
+        """Branch on a public condition; both arms return values of the same types."""
+        b = self.b
+        t_bb = b.append_basic_block(f"{name}.then")
+        e_bb = b.append_basic_block(f"{name}.else")
+        j_bb = b.append_basic_block(f"{name}.join")
+        b.cbranch(cond, t_bb, e_bb)
+        b.position_at_end(t_bb)
+        tv = list(then())
+        t_end = b.block
+        b.branch(j_bb)
+        b.position_at_end(e_bb)
+        ev = list(other())
+        e_end = b.block
+        b.branch(j_bb)
+        b.position_at_end(j_bb)
+        out = []
+        for i, (x, y) in enumerate(zip(tv, ev, strict=True)):
+            p = b.phi(x.type, name=f"{name}.{i}")
+            p.add_incoming(x, t_end)
+            p.add_incoming(y, e_end)
+            out.append(p)
+        return out
+
+    def when(self, cond: ir.Value, then: Callable[[list[ir.Value]], Sequence[ir.Value]],
+             vals: Sequence[ir.Value], name: str = "when") -> list[ir.Value]:
+        """vals = then(vals) if cond else vals."""
+        return self.if_else_values(cond, lambda: then(list(vals)), lambda: list(vals), name)
+
+
+def _i32vec(idx: Sequence[int] | range) -> ir.Constant:
+    idx = list(idx)
+    return ir.Constant(ir.VectorType(i32, len(idx)), [ir.Constant(i32, i) for i in idx])

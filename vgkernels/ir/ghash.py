@@ -1,0 +1,79 @@
+"""GHASH in IR, in the byte-reflected representation PCLMULQDQ wants.
+
+A block is byte-swapped into a 128-bit integer whose bit 127 is the coefficient of x^0.  The
+carry-less product of two such values is (a*b*x) reflected over 256 bits, so the key powers are
+stored divided by x (``H/x``: shift left by one, folding the carry with 0xc2...01); then
+``reduce`` yields a*b directly.  Products are kept unreduced as (lo, mid, hi) = (a0 b0,
+a0 b1 + a1 b0, a1 b1) and summed over many blocks, so one reduction serves a whole group
+(aggregated reduction).  The reduction folds the low half twice by the 64-bit constant
+0xc200000000000000 (x^128 = x^7 + x^2 + x + 1, reflected), without a 1-bit shift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from .core import Emitter, const_vec, i128, width_of, zero
+
+GFPOLY = (1, 0xC200000000000000)  # per lane: low qword 1, high qword 0xc2 << 56
+
+
+@dataclass
+class Parts:
+    lo: ir.Value
+    mi: ir.Value
+    hi: ir.Value
+
+
+class Ghash:
+    def __init__(self, em: Emitter, prims):
+        self.em = em
+        self.p = prims
+
+    def mul_parts(self, a: ir.Value, h: ir.Value) -> Parts:
+        """Unreduced carry-less product, lane by lane (4 multiplies, no Karatsuba)."""
+        c, b = self.p.clmul, self.em.b
+        return Parts(c(a, h, 0x00), b.xor(c(a, h, 0x01), c(a, h, 0x10)), c(a, h, 0x11))
+
+    def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value) -> Parts:
+        """ghash_accumulate: acc += a * h (unreduced)."""
+        t = self.mul_parts(a, h)
+        if acc is None:
+            return t
+        x = self.em.xor
+        return Parts(x(acc.lo, t.lo), x(acc.mi, t.mi), x(acc.hi, t.hi))
+
+    def reduce(self, t: Parts) -> ir.Value:
+        em = self.em
+        poly = const_vec(width_of(t.lo), GFPOLY)
+        lo_fold = self.p.clmul(poly, t.lo, 0x01)  # low qword of lo times 0xc2..
+        mi = em.xor(t.mi, lo_fold, em.swap_qwords(t.lo))
+        mi_fold = self.p.clmul(poly, mi, 0x01)
+        return em.xor(t.hi, mi_fold, em.swap_qwords(mi))
+
+    def mul(self, a: ir.Value, h: ir.Value) -> ir.Value:
+        return self.reduce(self.mul_parts(a, h))
+
+    def fold_parts(self, t: Parts) -> Parts:
+        """Sum the W lanes of each part into one block (before a single 128-bit reduce)."""
+        f = self.em.fold_lanes
+        return Parts(f(t.lo), f(t.mi), f(t.hi))
+
+    def add(self, a: Parts | None, b: Parts | None) -> Parts | None:
+        if a is None or b is None:
+            return a or b
+        x = self.em.xor
+        return Parts(x(a.lo, b.lo), x(a.mi, b.mi), x(a.hi, b.hi))
+
+    def zero_parts(self, w: int) -> Parts:
+        return Parts(zero(w), zero(w), zero(w))
+
+    def div_x(self, h: ir.Value) -> ir.Value:
+        """H/x in the reflected form: shift left by one, fold the carried-out x^0 bit back in."""
+        b = self.em.b
+        v = self.em.to_i128(h)
+        top = b.ashr(v, ir.Constant(i128, 127))  # all ones if bit 127 was set (no branch)
+        fold = ir.Constant(i128, (0xC2 << 120) | 1)
+        return self.em.from_i128(b.xor(b.shl(v, ir.Constant(i128, 1)), b.and_(top, fold)))

@@ -1,0 +1,130 @@
+"""Loads and stores of fewer than 16 bytes (or, with AVX-512, of a partial vector), never
+touching a byte past the buffer.
+
+The scalar form uses overlapping loads (two 8-byte or two 4-byte loads, or three single
+bytes), the way small memcpy is done: at most three accesses and one branch per size class.
+The masked form uses AVX-512BW byte masks, which suppress faults on masked-off bytes.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .core import Emitter, bvec, i1, i8, i32, i64, i128, vec
+
+
+def _shl128(em: Emitter, x: ir.Value, nbytes: ir.Value) -> ir.Value:
+    b = em.b
+    return b.shl(x, b.zext(b.shl(nbytes, ir.Constant(i64, 3)), i128))
+
+
+def load_partial(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
+    """n (0..15) bytes from p into the low bytes of an i128, the rest zero."""
+    b = em.b
+
+    def two(typ: ir.IntType, size: int):
+        def f():
+            lo = b.zext(em.load_int(p, 0, typ), i128)
+            tail_at = b.sub(n, ir.Constant(i64, size))
+            hi = b.zext(em.load_int(p, tail_at, typ), i128)
+            return [b.or_(lo, _shl128(em, hi, tail_at))]
+        return f
+
+    def small():
+        def f():
+            last = b.sub(n, ir.Constant(i64, 1))
+            mid = b.lshr(n, ir.Constant(i64, 1))
+            x0 = b.zext(em.load_int(p, 0, i8), i128)
+            x1 = _shl128(em, b.zext(em.load_int(p, mid, i8), i128), mid)
+            x2 = _shl128(em, b.zext(em.load_int(p, last, i8), i128), last)
+            return [b.or_(x0, b.or_(x1, x2))]
+        return em.if_else_values(b.icmp_unsigned("!=", n, ir.Constant(i64, 0)), f,
+                                 lambda: [ir.Constant(i128, 0)], "ld1")
+
+    def upto7():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)),
+                                 two(ir.IntType(32), 4), small, "ld4")
+
+    (v,) = em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)),
+                             two(i64, 8), upto7, "ld8")
+    return v
+
+
+def store_partial(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
+    """Store the low n (0..15) bytes of the i128 v at p."""
+    b = em.b
+
+    def two(typ: ir.IntType, size: int):
+        def f():
+            em.store_int(b.trunc(v, typ), p, 0)
+            tail_at = b.sub(n, ir.Constant(i64, size))
+            hi = b.lshr(v, b.zext(b.shl(tail_at, ir.Constant(i64, 3)), i128))
+            em.store_int(b.trunc(hi, typ), p, tail_at)
+            return []
+        return f
+
+    def byte_at(off: ir.Value):
+        x = b.lshr(v, b.zext(b.shl(off, ir.Constant(i64, 3)), i128))
+        em.store_int(b.trunc(x, i8), p, off)
+
+    def small():
+        def f():
+            byte_at(ir.Constant(i64, 0))
+            byte_at(b.lshr(n, ir.Constant(i64, 1)))
+            byte_at(b.sub(n, ir.Constant(i64, 1)))
+            return []
+        return em.if_else_values(b.icmp_unsigned("!=", n, ir.Constant(i64, 0)), f, lambda: [],
+                                 "st1")
+
+    def upto7():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)),
+                                 two(ir.IntType(32), 4), small, "st4")
+
+    em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)), two(i64, 8), upto7, "st8")
+
+
+def byte_mask128(em: Emitter, n: ir.Value) -> ir.Value:
+    """i128 with the low n (0..16) bytes set."""
+    b = em.b
+    bits = b.zext(b.shl(n, ir.Constant(i64, 3)), i128)
+    full = b.icmp_unsigned(">=", n, ir.Constant(i64, 16))
+    m = b.sub(b.shl(ir.Constant(i128, 1), bits), ir.Constant(i128, 1))
+    return b.select(full, ir.Constant(i128, -1), m)
+
+
+def _mask_bits(em: Emitter, n: ir.Value, w: int) -> ir.Value:
+    """<16W x i1> with the first min(n, 16W) lanes set."""
+    b = em.b
+    nbits = 16 * w
+    ity = ir.IntType(nbits)
+    full = b.icmp_unsigned(">=", n, ir.Constant(i64, nbits))
+    sh = b.select(full, ir.Constant(i64, 0), n)
+    m = b.sub(b.shl(ir.Constant(ity, 1), b.trunc(sh, ity)), ir.Constant(ity, 1))
+    m = b.select(full, ir.Constant(ity, -1), m)
+    return b.bitcast(m, ir.VectorType(i1, nbits))
+
+
+def masked_load(em: Emitter, p: ir.Value, n: ir.Value, w: int) -> tuple[ir.Value, ir.Value]:
+    """(vector, mask): the first n bytes at p, zeros after; masked-off bytes are not read."""
+    mask = _mask_bits(em, n, w)
+    bt = bvec(w)
+    fn = em.intrinsic(f"llvm.masked.load.v{16 * w}i8.p0", bt,
+                      [em_ptr(), i32, mask.type, bt])
+    v = em.b.call(fn, [p, ir.Constant(i32, 1), mask, ir.Constant(bt, None)])
+    return em.b.bitcast(v, vec(w)), mask
+
+
+def masked_store(em: Emitter, p: ir.Value, v: ir.Value, mask: ir.Value, w: int) -> None:
+    bt = bvec(w)
+    fn = em.intrinsic(f"llvm.masked.store.v{16 * w}i8.p0", ir.VoidType(),
+                      [bt, em_ptr(), i32, mask.type])
+    em.b.call(fn, [em.b.bitcast(v, bt), p, ir.Constant(i32, 1), mask])
+
+
+def select_bytes(em: Emitter, mask: ir.Value, v: ir.Value, w: int) -> ir.Value:
+    bt = bvec(w)
+    return em.b.bitcast(em.b.select(mask, em.b.bitcast(v, bt), ir.Constant(bt, None)), vec(w))
+
+
+def em_ptr() -> ir.PointerType:
+    return ir.PointerType()

@@ -1,0 +1,335 @@
+"""The stitched loop, written once for every vector width, group size and tail strategy.
+
+``bulk.<mode>.<nr>(ctx, io, in, out, nbytes, has_len)`` processes ``nbytes`` (whole blocks,
+then at most one partial block) starting from the GHASH state and counter in ``io`` and, when
+``has_len``, ends with the length block in ``io``; it leaves the reduced GHASH value and the
+next counter in ``io``.  io = {Y: 16 bytes, reflected; ctr: 16 bytes, LE form; len block}.
+
+Modes: ``enc`` (GHASH over the output), ``dec`` (GHASH over the input), ``hash`` (GHASH only:
+AAD, J0, the ghash kernel), ``ctr`` (keystream only: the ctr32 kernel, the roofline).
+
+Inside the loop the GHASH state is a W-lane vector of W interleaved streams (lane l holds the
+blocks l, l+W, l+2W, ...), multiplied by H^G, H^(G-W), ... broadcast to every lane, so the
+loop-carried chain never waits for a horizontal fold.  The leftover chunk ("rest") multiplies
+its first vector, the state XORed in, by the descending powers H^r .. H^(r-W+1), which puts
+every stream at its true weight; it sums all products and reduces once.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import abi
+from ..ir import aes, ctr as ctrs, partial
+from ..ir.core import i1, i64, ptr, vec, void, zero
+from ..ir.ghash import Parts
+from .common import NR, Fn, Params
+
+MODES = ("enc", "dec", "hash", "ctr")
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+class Bulk:
+    def __init__(self, module: ir.Module, params: Params, mode: str, nr: int):
+        self.p = params
+        self.mode = mode
+        self.nr = nr
+        name = f"vg.bulk.{mode}" + ("" if mode == "hash" else f".{nr}")
+        self.f = Fn(module, params, name, void, [ptr, ptr, ptr, ptr, i64, i1])
+        self.f.fn.attributes.add("noinline")
+        self.em, self.b = self.f.em, self.f.b
+        self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args
+        self.aes = mode != "hash"
+        self.hash = mode != "ctr"
+
+    # -- pieces of the algorithm -----------------------------------------------------------
+    def keystream(self, ctr: ir.Value, w: int, nvec: int) -> list[ir.Value]:
+        """counter_blocks then aes_rounds, all at once (no interleaving)."""
+        blocks = ctrs.counter_blocks(self.em, ctr, w, nvec)
+        return aes.aes_encrypt(self.em, self.f.prims, blocks, self.rk[w])
+
+    def ghash_group_steps(self, base: ir.Value, s: ir.Value, holder: list):
+        """ghash_accumulate over one group at base with the broadcast powers, then reduce;
+        a generator so the caller can interleave it with AES rounds."""
+        em, w = self.em, self.p.w
+        acc = None
+        for j in range(self.p.v):
+            d = em.bswap_lanes(em.load(base, 16 * w * j, w))
+            if j == 0:
+                d = em.xor(d, s)
+            acc = self.f.gh.accumulate(acc, d, self.bcast_pows[j])
+            yield
+        holder.append(self.f.gh.reduce(acc))
+        yield
+
+    def stitched_group(self, i: ir.Value, s: ir.Value, ctr: ir.Value, ghash_base: ir.Value | None
+                       ) -> ir.Value:
+        """One iteration: AES-CTR of the group at block i, interleaved with GHASH of the group
+        at ghash_base; stores the group's output; returns the new state (or s)."""
+        em, b, w, v = self.em, self.b, self.p.w, self.p.v
+        off = b.shl(i, _c(4))
+        pre = []
+        if self.mode == "dec":  # load the ciphertext first: in-place output overwrites it
+            pre = [em.load(self.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
+        rounds = aes.aes_rounds(em, self.f.prims, ctrs.counter_blocks(em, ctr, w, v), self.rk[w])
+        holder: list = []
+        steps = self.ghash_group_steps(ghash_base, s, holder) if ghash_base is not None else iter(())
+        ks = None
+        for ks in rounds:  # one GHASH step after each AES round
+            next(steps, None)
+        for _ in steps:
+            pass
+        data = pre or [em.load(self.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
+        for j in range(v):
+            em.store(b.xor(data[j], ks[j]), self.out, b.add(off, _c(16 * w * j)))
+        return holder[0] if holder else s
+
+    def hash_group(self, i: ir.Value, s: ir.Value) -> ir.Value:
+        holder: list = []
+        for _ in self.ghash_group_steps(self.em.gep(self.inp, self.b.shl(i, _c(4))), s, holder):
+            pass
+        return holder[0]
+
+    # -- the leftover chunk ----------------------------------------------------------------
+    def rest(self, i: ir.Value, e: ir.Value, p: ir.Value, has_len: ir.Value, s: ir.Value,
+             ctr: ir.Value, pending: ir.Value | None) -> tuple[ir.Value, ir.Value]:
+        """Blocks [i, e), then p partial bytes, then the length block if has_len, after the
+        pending group (enc: the G blocks before i, stored but not hashed yet) when
+        ``pending``; one reduction.  Returns (Y, ctr)."""
+        em, b, f, w, g = self.em, self.b, self.f, self.p.w, self.p.g
+        gh = f.gh
+        has_p = b.icmp_unsigned("!=", p, _c(0))
+        npend = b.select(pending, _c(g), _c(0)) if pending is not None else _c(0)
+        r = b.add(b.add(npend, b.sub(e, i)), b.add(b.zext(has_p, i64), b.zext(has_len, i64)))
+        acc_w, xin = gh.zero_parts(w), s
+        if pending is not None:
+            def hash_pending():
+                base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
+                acc = None
+                for j in range(self.p.v):
+                    d = em.bswap_lanes(em.load(base, 16 * w * j, w))
+                    if j == 0:
+                        d = em.xor(d, s)
+                    acc = gh.accumulate(acc, d, f.power(self.ctx, b.sub(r, _c(j * w)), w))
+                return [acc.lo, acc.mi, acc.hi, zero(w)]
+            lo, mi, hi, xin = em.if_else_values(
+                pending, hash_pending, lambda: [*_parts(acc_w), s], "pend")
+            acc_w = Parts(lo, mi, hi)
+
+        def unit(width: int, vals, load, store, nblk):
+            """One vector of `width` blocks: keystream, xor, store, ghash_accumulate."""
+            j, q, c, lo, mi, hi, x = vals
+            acc = Parts(lo, mi, hi)
+            off = b.shl(j, _c(4))
+            d = load(off)
+            out = d
+            if self.aes:
+                (ks,) = self.keystream(c, width, 1)
+                out = b.xor(d, ks)
+                store(off, out)
+                c = ctrs.add(em, c, nblk)
+            if self.hash:
+                src = out if self.mode == "enc" else d
+                h = em.xor(em.bswap_lanes(self.mask_tail(src)), x)
+                acc = gh.accumulate(acc, h, f.power(self.ctx, b.sub(r, q), width))
+                x = zero(width)
+            return [b.add(j, _c(width)), b.add(q, _c(width)), c, acc.lo, acc.mi, acc.hi, x]
+
+        self.mask_tail = lambda v: v
+        ld = lambda width: (lambda off: em.load(self.inp, off, width))  # noqa: E731
+        st = lambda off, v: em.store(v, self.out, off)  # noqa: E731
+        j, q, ctr, lo, mi, hi, xin = em.loop(
+            "wide", [i, npend, ctr, *_parts(acc_w), xin],
+            lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(w)), e),
+            lambda v: unit(w, v, ld(w), st, w))
+        acc_w = Parts(lo, mi, hi)
+        acc_n = gh.zero_parts(1)
+        if self.p.backend.masked and w > 1:
+            # one masked vector takes the remaining blocks and the partial block together
+            nrem = b.add(b.shl(b.sub(e, j), _c(4)), p)
+
+            def masked():
+                vals = [j, q, ctr, *_parts(acc_w), xin]
+                off_in = em.gep(self.inp, b.shl(j, _c(4)))
+                off_out = em.gep(self.out, b.shl(j, _c(4)))
+                d, mask = partial.masked_load(em, off_in, nrem, w)
+                self.mask_tail = lambda v: partial.select_bytes(em, mask, v, w)
+                nblk = b.trunc(b.lshr(b.add(nrem, _c(15)), _c(4)), ir.IntType(32))
+                res = unit(w, vals, lambda off: d,
+                           lambda off, v: partial.masked_store(em, off_out, v, mask, w), nblk)
+                self.mask_tail = lambda v: v
+                return res[2:]
+            ctr, lo, mi, hi, xin = em.if_else_values(
+                b.icmp_unsigned("!=", nrem, _c(0)), masked, lambda: [ctr, *_parts(acc_w), xin],
+                "mrem")
+            acc_w = Parts(lo, mi, hi)
+            xn = em.lane(xin, 0)
+        else:
+            xn = em.lane(xin, 0) if w > 1 else xin
+            j, q, ctr, lo, mi, hi, xn = em.loop(
+                "narrow", [j, q, ctr, *_parts(acc_n), xn],
+                lambda v: b.icmp_unsigned("<", v[0], e),
+                lambda v: unit(1, v, ld(1), st, 1))
+            acc_n = Parts(lo, mi, hi)
+
+            def part():
+                off = b.shl(e, _c(4))
+                d = em.from_i128(partial.load_partial(em, em.gep(self.inp, off), p))
+                mask = em.from_i128(partial.byte_mask128(em, p))
+                self.mask_tail = lambda v: b.and_(v, mask)
+                res = unit(1, [e, q, ctr, *_parts(acc_n), xn],
+                           lambda off: d,
+                           lambda off, v: partial.store_partial(
+                               em, em.gep(self.out, off), p, em.to_i128(v)), 1)
+                self.mask_tail = lambda v: v
+                return res[2:]
+            ctr, lo, mi, hi, xn = em.if_else_values(
+                has_p, part, lambda: [ctr, *_parts(acc_n), xn], "part")
+            acc_n = Parts(lo, mi, hi)
+        if not self.hash:
+            return zero(1), ctr
+
+        def length_block():
+            ln = em.xor(em.load(self.io, 32), xn)
+            a = gh.accumulate(acc_n, ln, f.power(self.ctx, 1, 1))
+            return _parts(a)
+        lo, mi, hi = em.if_else_values(has_len, length_block, lambda: _parts(acc_n), "len")
+        total = gh.add(gh.fold_parts(acc_w) if w > 1 else acc_w, Parts(lo, mi, hi))
+        y = gh.reduce(total)
+        # nothing at all to hash (r == 0): the state passes through unchanged
+        y = b.select(b.icmp_unsigned("==", r, _c(0)), em.lane(s, 0) if w > 1 else s, y)
+        return y, ctr
+
+    # -- the function ----------------------------------------------------------------------
+    def build(self) -> ir.Function:
+        em, b, f, w, g = self.em, self.b, self.f, self.p.w, self.p.g
+        nr = self.nr
+        self.rk = {}
+        if self.aes:
+            self.rk = {w: f.round_keys(self.ctx, nr, w)}
+            if w > 1:
+                self.rk[1] = f.round_keys(self.ctx, nr, 1)
+        if self.hash:
+            self.bcast_pows = [em.broadcast(f.power(self.ctx, g - j * w, 1), w)
+                               for j in range(self.p.v)]
+        y = em.load(self.io, 0)
+        ctr = em.load(self.io, 16)
+        nb = b.lshr(self.nbytes, _c(4))
+        p = b.and_(self.nbytes, _c(15))
+        s0 = em.widen(y, w)
+        split = self.p.variant.tail == "split"
+        sm = self.p.variant.stitch_min
+        mode = self.mode
+        # Where the stitched region ends: every block (full) or a multiple of 2G (split).
+        stitch_end = b.mul(b.udiv(nb, _c(2 * g)), _c(2 * g)) if split else nb
+        if mode == "enc":
+            enter = b.icmp_unsigned(">=", nb, _c(max(sm, g)))
+            if split:
+                enter = b.and_(enter, b.icmp_unsigned(">=", stitch_end, _c(2 * g)))
+        elif mode == "dec":
+            enter = b.icmp_unsigned(">=", nb, _c(max(sm, 2 * g)))
+            if split:
+                enter = b.and_(enter, b.icmp_unsigned(">=", stitch_end, _c(2 * g)))
+        elif mode == "hash":
+            enter = b.icmp_unsigned(">=", nb, _c(2 * g))
+        else:
+            enter = b.icmp_unsigned(">=", nb, _c(g))
+        zero_i = _c(0)
+
+        def region():
+            """Returns [i, s, ctr]: the first block the stitched loop did not take."""
+            if mode == "enc":
+                # prologue: the first group's keystream, nothing to hash yet
+                s1 = self.stitched_group(zero_i, s0, ctr, None)
+                c1 = ctrs.add(em, ctr, g)
+
+                def body(v):
+                    i, s, c = v
+                    base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
+                    s2 = self.stitched_group(i, s, c, base)
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g)]
+                return em.loop("stitch", [_c(g), s1, c1],
+                               lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), stitch_end),
+                               body)
+            if mode == "dec":
+                def body(v):
+                    i, s, c = v
+                    s2 = self.stitched_group(i, s, c, em.gep(self.inp, b.shl(i, _c(4))))
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g)]
+                return em.loop("stitch", [zero_i, s0, ctr],
+                               lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), stitch_end),
+                               body)
+            if mode == "hash":
+                return em.loop("ghash", [zero_i, s0, ctr],
+                               lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), nb),
+                               lambda v: [b.add(v[0], _c(g)), self.hash_group(v[0], v[1]), v[2]])
+
+            def body(v):
+                i, s, c = v
+                self.stitched_group(i, s, c, None)
+                return [b.add(i, _c(g)), s, ctrs.add(em, c, g)]
+            return em.loop("ctr", [zero_i, s0, ctr],
+                           lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), nb), body)
+
+        i, s, c = em.if_else_values(enter, region, lambda: [zero_i, s0, ctr], "region")
+        pending = enter if mode == "enc" else None
+        false = ir.Constant(i1, 0)
+        if split and mode in ("enc", "dec"):
+            # "before": the stitched region ends at a multiple of 2G; the rest goes through
+            # separate ctr32 and ghash calls, then the partial block and the length block.
+            def split_tail():
+                y1, c1 = self.rest(i, stitch_end, zero_i, false, s, c, pending)
+                em.store(y1, self.io, 0)
+                em.store(c1, self.io, 16)
+                mid = b.sub(nb, stitch_end)
+                off = b.shl(stitch_end, _c(4))
+                src, dst = em.gep(self.inp, off), em.gep(self.out, off)
+                nbytes = b.shl(mid, _c(4))
+                calls = [("ctr", src, dst), ("hash", dst, dst)]
+                if mode == "dec":  # hash the ciphertext before in-place output overwrites it
+                    calls = [("hash", src, dst), ("ctr", src, dst)]
+                for m, a, o in calls:
+                    fn = self.em.module.globals[
+                        f"vg.bulk.{m}" + ("" if m == "hash" else f".{nr}")]
+                    b.call(fn, [self.ctx, self.io, a, o, nbytes, false])
+                y2 = em.widen(em.load(self.io, 0), w)
+                c2 = em.load(self.io, 16)
+                return list(self.rest(nb, nb, p, self.has_len, y2, c2, None))
+
+            y, c = em.if_else_values(
+                enter, split_tail,
+                lambda: list(self.rest(i, nb, p, self.has_len, s, c, pending)), "split")
+        else:
+            y, c = self.rest(i, nb, p, self.has_len, s, c, pending)
+        if self.hash:
+            em.store(y, self.io, 0)
+        if self.aes:
+            em.store(c, self.io, 16)
+        b.ret_void()
+        return self.f.fn
+
+
+def _parts(p: Parts) -> list[ir.Value]:
+    return [p.lo, p.mi, p.hi]
+
+
+def build_all(module: ir.Module, params: Params) -> None:
+    """Every bulk function plus the nr-dispatching wrappers vg.bulk.<mode>."""
+    Bulk(module, params, "hash", 0).build()
+    for nr in NR:
+        for mode in ("ctr", "enc", "dec"):
+            Bulk(module, params, mode, nr).build()
+    for mode in ("ctr", "enc", "dec"):
+        f = Fn(module, params, f"vg.bulk.{mode}", void, [ptr, ptr, ptr, ptr, i64, i1])
+        args = list(f.args)
+
+        def arm(nr, f=f, mode=mode, args=args):
+            f.b.call(module.globals[f"vg.bulk.{mode}.{nr}"], args)
+        f.dispatch_nr(args[0], arm)
+        f.b.ret_void()
+
+
+__all__ = ["Bulk", "MODES", "build_all", "abi", "vec"]

@@ -1,0 +1,97 @@
+"""What every kernel generator shares: the build parameters and function scaffolding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from .. import abi
+from ..backends import Backend, Variant
+from ..ir import prims as prims_mod
+from ..ir.core import Emitter, i32, i64, ptr, vec
+from ..ir.ghash import Ghash
+
+NR = (10, 12, 14)
+MAX_PLAINTEXT = 2**36 - 32  # SP 800-38D: len(P) <= 2^39 - 256 bits
+MAX_AAD = 2**61 - 1  # len(A) <= 2^64 - 1 bits
+
+
+@dataclass
+class Params:
+    backend: Backend
+    variant: Variant  # resolved
+    prefix: str  # exported symbols are f"{prefix}_{op}"
+
+    @property
+    def w(self) -> int:
+        return self.backend.width
+
+    @property
+    def g(self) -> int:
+        return self.variant.group  # type: ignore[return-value]
+
+    @property
+    def v(self) -> int:
+        return self.g // self.w
+
+
+class Fn:
+    """A function under construction: its IR function, emitter, primitives and GHASH."""
+
+    def __init__(self, module: ir.Module, params: Params, name: str, ret: ir.Type,
+                 args: list[ir.Type], exported: bool = False):
+        self.params = params
+        self.fn = ir.Function(module, ir.FunctionType(ret, args), name=name)
+        if not exported:
+            self.fn.linkage = "internal"
+        self.fn.attributes.add("nounwind")
+        self.em = Emitter(module, ir.IRBuilder(self.fn.append_basic_block("entry")))
+        self.b = self.em.b
+        self.prims = prims_mod.make(params.backend.prims, self.em)
+        self.gh = Ghash(self.em, self.prims)
+        self.args = self.fn.args
+
+    def round_keys(self, ctx: ir.Value, nr: int, w: int) -> list[ir.Value]:
+        return [self.em.broadcast(self.em.load(ctx, abi.CTX_ROUND_KEYS + 16 * r), w)
+                for r in range(nr + 1)]
+
+    def power(self, ctx: ir.Value, k: int | ir.Value, w: int) -> ir.Value:
+        """W powers from H^k downwards (zero lanes past H^1): the descending table order."""
+        if isinstance(k, int):
+            return self.em.load(ctx, abi.power_offset(k), w)
+        end = abi.CTX_POWERS + 16 * abi.CTX_NPOW
+        off = self.b.sub(ir.Constant(i64, end), self.b.shl(k, ir.Constant(i64, 4)))
+        return self.em.load(ctx, off, w)
+
+    def nrounds(self, ctx: ir.Value) -> ir.Value:
+        return self.em.load_int(ctx, abi.CTX_NROUNDS, i32)
+
+    def dispatch_nr(self, ctx: ir.Value, arm) -> None:
+        """switch (ctx->nrounds) { case 10/12/14: arm(nr) }; arm emits code, no values."""
+        b = self.b
+        done = b.append_basic_block("nr.done")
+        sw = b.switch(self.nrounds(ctx), done)
+        for nr in NR:
+            bb = b.append_basic_block(f"nr{nr}")
+            sw.add_case(ir.Constant(i32, nr), bb)
+            b.position_at_end(bb)
+            arm(nr)
+            b.branch(done)
+        b.position_at_end(done)
+
+    def alloca_block(self, n: int = 1) -> ir.Value:
+        """Stack room for n 16-byte blocks, in the entry block (so mem2reg/SROA see it)."""
+        b = self.b
+        with b.goto_entry_block():
+            a = b.alloca(ir.ArrayType(ir.IntType(8), 16 * n))
+            a.align = 16
+            a.type = ptr  # llvmlite types allocas as typed pointers; LLVM 22 wants opaque ones
+        return a
+
+    def vec1(self) -> ir.Type:
+        return vec(1)
+
+
+def ptr_t() -> ir.Type:
+    return ptr

@@ -1,0 +1,307 @@
+"""The exported C ABI (see vgkernels.abi): seal, seal_out, seal_gather, open, open_out and the
+inner kernels, built on the bulk functions.
+
+Return codes: 0 ok, -1 wrong tag (output wiped), -2 empty nonce, -3 text too long,
+-4 AAD too long, -5 tag length outside 4..16.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..ir import aes, ctr as ctrs, partial
+from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
+from ..ir.ghash import Parts
+from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+def _ret(b: ir.IRBuilder, code: int) -> None:
+    b.ret(ir.Constant(i32, code))
+
+
+def build_helpers(module: ir.Module, params: Params) -> None:
+    # vg.aes1(ctx, block) -> E_K(block)
+    f = Fn(module, params, "vg.aes1", vec(1), [ptr, vec(1)])
+    ctx, x = f.args
+    results = []
+
+    def arm(nr):
+        (y,) = aes.aes_encrypt(f.em, f.prims, [x], f.round_keys(ctx, nr, 1))
+        results.append((y, f.b.block))
+    f.dispatch_nr(ctx, arm)
+    # the switch's default (a context never initialised) falls through to here with zero
+    phi = f.b.phi(vec(1), name="e")
+    for y, bb in results:
+        phi.add_incoming(y, bb)
+    phi.add_incoming(zero(1), f.fn.blocks[0])
+    f.b.ret(phi)
+
+    # vg.ghash1(ctx, y, block) -> (y ^ rev(block)) * H, y reflected, block in memory order
+    f = Fn(module, params, "vg.ghash1", vec(1), [ptr, vec(1), vec(1)])
+    ctx, y, c = f.args
+    f.b.ret(f.gh.mul(f.em.xor(y, f.em.bswap_lanes(c)), f.power(ctx, 1, 1)))
+
+    # vg.setup(ctx, nonce, nonce_len, io) -> E_K(J0); io.ctr = inc32(J0) in LE form
+    f = Fn(module, params, "vg.setup", vec(1), [ptr, ptr, i64, ptr])
+    ctx, nonce, nl, io = f.args
+    em, b = f.em, f.b
+
+    def j0_96():
+        lo = b.zext(em.load_int(nonce, 0, i64), i128)
+        mid = b.shl(b.zext(em.load_int(nonce, 8, i32), i128), ir.Constant(i128, 64))
+        blk = em.from_i128(b.or_(b.or_(lo, mid), ir.Constant(i128, 1 << 120)))
+        return [blk]
+
+    def j0_ghash():  # J0 = GHASH(IV || 0^s || [0]_64 || [len(IV)]_64)
+        tmp = f.alloca_block(3)
+        em.store(zero(1), tmp, 0)
+        ln = b.insert_element(zero(1), b.shl(nl, _c(3)), ir.Constant(i32, 0))
+        em.store(ln, tmp, 32)
+        b.call(module.globals["vg.bulk.hash"], [ctx, tmp, nonce, nonce, nl, ir.Constant(i1, 1)])
+        return [em.bswap_lanes(em.load(tmp, 0))]
+
+    (j0,) = em.if_else_values(b.icmp_unsigned("==", nl, _c(12)), j0_96, j0_ghash, "j0")
+    em.store(ctrs.add(em, em.bswap_lanes(j0), 1), io, 16)
+    b.ret(b.call(module.globals["vg.aes1"], [ctx, j0]))
+
+
+class Entry:
+    """Scaffolding shared by the AEAD entry points."""
+
+    def __init__(self, module: ir.Module, params: Params, op: str, args: list[ir.Type]):
+        self.module = module
+        self.f = Fn(module, params, f"{params.prefix}_{op}", i32, args, exported=True)
+        self.em, self.b = self.f.em, self.f.b
+
+    def call(self, name: str, args: list) -> ir.Value:
+        return self.b.call(self.module.globals[name], args)
+
+    def guard(self, cond: ir.Value, code: int) -> None:
+        with self.b.if_then(cond, likely=False):
+            _ret(self.b, code)
+
+    def check_lengths(self, nl: ir.Value, ln: ir.Value | None, al: ir.Value) -> None:
+        b = self.b
+        self.guard(b.icmp_unsigned("==", nl, _c(0)), -2)
+        if ln is not None:
+            self.guard(b.icmp_unsigned(">", ln, _c(MAX_PLAINTEXT)), -3)
+        self.guard(b.icmp_unsigned(">", al, _c(MAX_AAD)), -4)
+
+    def start(self, ctx, nonce, nl, aad, al) -> tuple[ir.Value, ir.Value]:
+        """(io, E_K(J0)) with io.Y = GHASH(AAD) and io.ctr = inc32(J0)."""
+        io = self.f.alloca_block(3)
+        ej0 = self.call("vg.setup", [ctx, nonce, nl, io])
+        self.em.store(zero(1), io, 0)
+        self.call("vg.bulk.hash", [ctx, io, aad, aad, al, ir.Constant(i1, 0)])
+        return io, ej0
+
+    def length_block(self, io, ln, al) -> None:
+        b = self.b
+        v = b.insert_element(zero(1), b.shl(ln, _c(3)), ir.Constant(i32, 0))
+        v = b.insert_element(v, b.shl(al, _c(3)), ir.Constant(i32, 1))
+        self.em.store(v, io, 32)
+
+    def tag(self, io, ej0) -> ir.Value:
+        return self.em.xor(self.em.bswap_lanes(self.em.load(io, 0)), ej0)
+
+
+def build_seal_out(module: ir.Module, params: Params, op: str = "seal_out") -> None:
+    in_place = op == "seal"
+    args = [ptr, ptr, i64, ptr, i64, ptr, i64, ptr] if in_place else \
+        [ptr, ptr, i64, ptr, i64, ptr, ptr, i64, ptr]
+    e = Entry(module, params, op, args)
+    if in_place:
+        ctx, nonce, nl, aad, al, out, ln, tag = e.f.args
+        inp = out
+    else:
+        ctx, nonce, nl, aad, al, inp, out, ln, tag = e.f.args
+    e.check_lengths(nl, ln, al)
+    io, ej0 = e.start(ctx, nonce, nl, aad, al)
+    e.length_block(io, ln, al)
+    e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1)])
+    e.em.store(e.tag(io, ej0), tag, 0)
+    _ret(e.b, 0)
+
+
+def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> None:
+    in_place = op == "open"
+    args = [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, i64] if in_place else \
+        [ptr, ptr, i64, ptr, i64, ptr, ptr, i64, ptr, i64]
+    e = Entry(module, params, op, args)
+    em, b = e.em, e.b
+    if in_place:
+        ctx, nonce, nl, aad, al, out, ln, tag, tl = e.f.args
+        inp = out
+    else:
+        ctx, nonce, nl, aad, al, inp, out, ln, tag, tl = e.f.args
+    e.check_lengths(nl, ln, al)
+    e.guard(b.or_(b.icmp_unsigned("<", tl, _c(4)), b.icmp_unsigned(">", tl, _c(16))), -5)
+    io, ej0 = e.start(ctx, nonce, nl, aad, al)
+    e.length_block(io, ln, al)
+    e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1)])
+    want = em.to_i128(e.tag(io, ej0))
+    (given,) = em.if_else_values(
+        b.icmp_unsigned("==", tl, _c(16)),
+        lambda: [em.load_int(tag, 0, i128)],
+        lambda: [partial.load_partial(em, tag, tl)], "tag")
+    # constant time: one wide compare of the masked difference, no early exit
+    diff = b.and_(b.xor(want, given), partial.byte_mask128(em, tl))
+    bad = b.icmp_unsigned("!=", diff, ir.Constant(i128, 0))
+    with b.if_then(bad, likely=False):
+        memset = em.intrinsic("llvm.memset.p0.i64", void, [ptr, i8, i64, i1])
+        b.call(memset, [out, ir.Constant(i8, 0), ln, ir.Constant(i1, 0)])
+        _ret(b, -1)
+    _ret(b, 0)
+
+
+def build_gather(module: ir.Module, params: Params) -> None:
+    """seal_gather: the pieces are read where they are.  Whole blocks of a piece go straight
+    through the stitched loop (out of place); a block split between pieces is assembled in a
+    register, encrypted and hashed on its own; the last piece's own tail and the length block
+    finish inside the stitched function when no split block is pending."""
+    e = Entry(module, params, "seal_gather", [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
+    em, b, f = e.em, e.b, e.f
+    ctx, nonce, nl, aad, al, pieces, npieces, out, tag = f.args
+
+    def piece(k):
+        base = em.gep(pieces, b.shl(k, _c(4)))
+        return em.load_int(base, 0, ptr), em.load_int(base, 8, i64)
+
+    # total length (refusing overflow) and the last non-empty piece
+    def sum_body(v):
+        k, tot, last, over = v
+        _, n = piece(k)
+        t2 = b.add(tot, n)
+        over = b.or_(over, b.or_(b.icmp_unsigned(">", n, _c(MAX_PLAINTEXT)),
+                                 b.icmp_unsigned(">", t2, _c(MAX_PLAINTEXT))))
+        last = b.select(b.icmp_unsigned("!=", n, _c(0)), k, last)
+        return [b.add(k, _c(1)), t2, last, over]
+    _, total, last, over = em.loop("sum", [_c(0), _c(0), _c(-1), ir.Constant(i1, 0)],
+                                   lambda v: b.icmp_unsigned("<", v[0], npieces), sum_body)
+    e.check_lengths(nl, None, al)
+    e.guard(over, -3)
+    io, ej0 = e.start(ctx, nonce, nl, aad, al)
+    e.length_block(io, total, al)
+    false, true = ir.Constant(i1, 0), ir.Constant(i1, 1)
+
+    def body(v):
+        k, carry, cn, o, done = v
+        p, n = piece(k)
+
+        def top_up(vals):
+            carry, cn, p, n, o = vals
+            room = b.sub(_c(16), cn)
+            take = b.select(b.icmp_unsigned("<", n, room), n, room)
+            bits = partial.load_partial(em, p, take)
+            carry = b.or_(carry, b.shl(bits, b.zext(b.shl(cn, _c(3)), i128)))
+            cn, p, n = b.add(cn, take), em.gep(p, take), b.sub(n, take)
+
+            def full_block(vals):
+                carry, cn, o = vals
+                c = em.load(io, 16)
+                ks = e.call("vg.aes1", [ctx, em.bswap_lanes(c)])
+                blk = b.xor(em.from_i128(carry), ks)
+                em.store(blk, out, o)
+                em.store(e.call("vg.ghash1", [ctx, em.load(io, 0), blk]), io, 0)
+                em.store(ctrs.add(em, c, 1), io, 16)
+                return [ir.Constant(i128, 0), _c(0), b.add(o, _c(16))]
+            carry, cn, o = em.when(b.icmp_unsigned("==", cn, _c(16)), full_block, [carry, cn, o],
+                                   "blk")
+            return [carry, cn, p, n, o]
+
+        start_top = b.and_(b.icmp_unsigned("!=", cn, _c(0)), b.icmp_unsigned("!=", n, _c(0)))
+        carry, cn, p, n, o = em.when(start_top, top_up, [carry, cn, p, n, o], "top")
+        # the last piece with nothing pending: its tail and the length block in one call
+        finish_here = b.and_(b.icmp_unsigned("==", k, last), b.icmp_unsigned("==", cn, _c(0)))
+
+        def finish(vals):
+            p, n, o, _ = vals
+            e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), n, true])
+            return [p, _c(0), b.add(o, n), true]
+
+        def whole(vals):
+            p, n, o, d = vals
+            wb = b.and_(n, _c(~15))
+
+            def go(vv):
+                p, n, o = vv
+                e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), wb, false])
+                return [em.gep(p, wb), b.sub(n, wb), b.add(o, wb)]
+            p, n, o = em.when(b.icmp_unsigned("!=", wb, _c(0)), go, [p, n, o], "whole")
+            return [p, n, o, d]
+        p, n, o, done = em.if_else_values(finish_here, lambda: finish([p, n, o, done]),
+                                          lambda: whole([p, n, o, done]), "fin")
+
+        def stash(vals):
+            return [partial.load_partial(em, p, n), n]
+        carry, cn = em.when(b.icmp_unsigned("!=", n, _c(0)), stash, [carry, cn], "stash")
+        return [b.add(k, _c(1)), carry, cn, o, done]
+
+    _, carry, cn, o, done = em.loop(
+        "pieces", [_c(0), ir.Constant(i128, 0), _c(0), _c(0), false],
+        lambda v: b.icmp_unsigned("<", v[0], npieces), body)
+
+    def tail(vals):
+        # a partial block assembled from several pieces, then the length block
+        c = em.load(io, 16)
+        y = em.load(io, 0)
+        ln = em.load(io, 32)
+
+        def with_partial():
+            ks = e.call("vg.aes1", [ctx, em.bswap_lanes(c)])
+            blk = em.to_i128(b.xor(em.from_i128(carry), ks))
+            partial.store_partial(em, em.gep(out, o), cn, blk)
+            blk = em.from_i128(b.and_(blk, partial.byte_mask128(em, cn)))
+            t = f.gh.accumulate(None, em.xor(y, em.bswap_lanes(blk)), f.power(ctx, 2, 1))
+            t = f.gh.accumulate(t, ln, f.power(ctx, 1, 1))
+            return [f.gh.reduce(t)]
+        (y2,) = em.if_else_values(
+            b.icmp_unsigned("!=", cn, _c(0)), with_partial,
+            lambda: [f.gh.mul(em.xor(y, ln), f.power(ctx, 1, 1))], "tailp")
+        em.store(y2, io, 0)
+        return []
+    em.when(b.not_(done), tail, [], "tail")
+    em.store(e.tag(io, ej0), tag, 0)
+    _ret(b, 0)
+
+
+def build_inner(module: ir.Module, params: Params) -> None:
+    """ctr32, ghash and encrypt_blocks: the bulk functions with memory-order state."""
+    p = params
+    false = ir.Constant(i1, 0)
+
+    f = Fn(module, p, f"{p.prefix}_ctr32", void, [ptr, ptr, ptr, ptr, i64], exported=True)
+    ctx, counter, inp, out, nblk = f.args
+    io = f.alloca_block(3)
+    f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
+    f.b.call(module.globals["vg.bulk.ctr"], [ctx, io, inp, out, f.b.shl(nblk, _c(4)), false])
+    f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
+    f.b.ret_void()
+
+    f = Fn(module, p, f"{p.prefix}_ghash", void, [ptr, ptr, ptr, i64], exported=True)
+    ctx, y, blocks, nblk = f.args
+    io = f.alloca_block(3)
+    f.em.store(f.em.bswap_lanes(f.em.load(y)), io, 0)
+    f.b.call(module.globals["vg.bulk.hash"], [ctx, io, blocks, blocks, f.b.shl(nblk, _c(4)),
+                                              false])
+    f.em.store(f.em.bswap_lanes(f.em.load(io, 0)), y)
+    f.b.ret_void()
+
+    f = Fn(module, p, f"{p.prefix}_encrypt_blocks", void, [ptr, ptr, ptr, ptr, ptr, i64],
+           exported=True)
+    ctx, y, counter, inp, out, nbytes = f.args
+    io = f.alloca_block(3)
+    f.em.store(f.em.bswap_lanes(f.em.load(y)), io, 0)
+    f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
+    f.b.call(module.globals["vg.bulk.enc"], [ctx, io, inp, out, nbytes, false])
+    f.em.store(f.em.bswap_lanes(f.em.load(io, 0)), y)
+    f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
+    f.b.ret_void()
+
+
+__all__ = ["build_gather", "build_helpers", "build_inner", "build_open_out", "build_seal_out",
+           "Parts"]

@@ -1,0 +1,59 @@
+"""Key setup ("prepared" keys): FIPS-197 round keys and the table of H powers.
+
+H = E_K(0^128) is kept reflected and divided by x (see ir/ghash.py); H^(k+1) = H^k * H with the
+backend's own multiply, stored highest first so that a vector of W descending powers, or a
+partial one running into the zero padding after H^1, is one load.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import abi
+from ..ir import aes
+from ..ir.core import i32, i64, ptr, zero
+from .common import Fn, Params
+
+
+def build_key_init(module: ir.Module, params: Params) -> ir.Function:
+    f = Fn(module, params, f"{params.prefix}_key_init", i32, [ptr, ptr, i64], exported=True)
+    em, b = f.em, f.b
+    ctx, key, key_len = f.args
+    bad = b.append_basic_block("bad_len")
+    join = b.append_basic_block("powers")
+    sw = b.switch(key_len, bad)
+    arms = []
+    for nk in (4, 6, 8):
+        bb = b.append_basic_block(f"nk{nk}")
+        sw.add_case(ir.Constant(i64, 4 * nk), bb)
+        b.position_at_end(bb)
+        rks = aes.key_expansion(em, f.prims, key, nk)
+        for r, k in enumerate(rks):
+            em.store(k, ctx, abi.CTX_ROUND_KEYS + 16 * r)
+        em.store_int(ir.Constant(i32, nk + 6), ctx, abi.CTX_NROUNDS)
+        em.store_int(ir.Constant(i32, 4 * nk), ctx, abi.CTX_KEY_LEN)
+        (h,) = aes.aes_encrypt(em, f.prims, [zero(1)], rks)
+        arms.append((h, b.block))
+        b.branch(join)
+    b.position_at_end(bad)
+    b.ret(ir.Constant(i32, -1))
+    b.position_at_end(join)
+    h = b.phi(arms[0][0].type, name="h")
+    for v, bb in arms:
+        h.add_incoming(v, bb)
+    k1 = f.gh.div_x(em.bswap_lanes(h))
+    em.store(k1, ctx, abi.power_offset(1))
+    for j in range(abi.CTX_POWER_PAD):
+        em.store(zero(1), ctx, abi.power_offset(1) + 16 * (j + 1))
+
+    def body(v):
+        k, prev = v
+        nxt = f.gh.mul(prev, k1)
+        em.store(nxt, ctx, b.sub(ir.Constant(i64, abi.CTX_POWERS + 16 * abi.CTX_NPOW),
+                                 b.shl(k, ir.Constant(i64, 4))))
+        return [b.add(k, ir.Constant(i64, 1)), nxt]
+
+    em.loop("pow", [ir.Constant(i64, 2), k1],
+            lambda v: b.icmp_unsigned("<=", v[0], ir.Constant(i64, abi.CTX_NPOW)), body)
+    b.ret(ir.Constant(i32, 0))
+    return f.fn
