@@ -112,10 +112,13 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
     "stream_finish": (I, [P, P, P], "(const void *ctx, void *state, uint8_t tag[16])"),
 }
 
-# Only the AVX-512 backend has the two-slice entry (the TLS record shape).
+# Only backends with `two_slice` export it: the TLS record shape (a piece of >= 256 bytes,
+# then at most one byte; 96-bit nonce; AAD <= 16 bytes).  Returns -7 when the shape does not
+# qualify, so the caller falls back to seal_gather.
 TWO_SLICE_SIGNATURE = (
     I,
-    [P, P, P, Z, P, Z, P, P],
-    "(const void *ctx, const uint8_t nonce[12], const uint8_t *aad, size_t aad_len, "
-    "const uint8_t *p0, size_t n0, const uint8_t *p1, uint8_t *out_tag)",
+    [P, P, Z, P, Z, P, Z, P, Z, P, P],
+    "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
+    "size_t aad_len, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1, "
+    "uint8_t *out, uint8_t tag[16])",
 )
