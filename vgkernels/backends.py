@@ -8,7 +8,7 @@ generators read these rows; nothing else in the package branches on a backend's 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from . import cpu
 
@@ -25,6 +25,8 @@ class Backend:
     masked: bool = False  # AVX-512 byte-masked loads/stores for partial vectors
     two_slice: bool = False  # has the TLS-record two-slice entry
     copy_below: tuple[int, int] = (0, 0)  # (aligned, unaligned) copy+seal dispatch
+    karatsuba: bool = False  # default GHASH multiply: 3 (Karatsuba) or 4 carry-less products
+    skew: int = 0  # default rounds of the next group begun early in the stitched loop
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
 
@@ -39,7 +41,8 @@ class Variant:
     tail: str = "full"  # "full": the stitched loop takes every block; "split": ctr32 + ghash
     group: int | None = None  # None: the backend's default
     stitch_min: int | None = None  # blocks below which the stitched loop is not entered
-    extra: tuple[tuple[str, object], ...] = field(default=())
+    karatsuba: bool | None = None  # 3 multiplies per block instead of 4; None: backend default
+    skew: int | None = None  # AES rounds of the next group begun in this iteration (enc)
 
     def resolved(self, be: Backend) -> Variant:
         g = self.group or be.group
@@ -50,10 +53,16 @@ class Variant:
         sm = self.stitch_min if self.stitch_min is not None else 2 * g
         if not g <= sm <= 2 * g:
             raise ValueError(f"stitch_min must lie in [group, 2*group] = [{g}, {2 * g}], got {sm}")
-        return replace(self, group=g, stitch_min=sm)
+        ka = be.karatsuba if self.karatsuba is None else bool(self.karatsuba)
+        sk = be.skew if self.skew is None else int(self.skew)
+        if not 0 <= sk <= 9:
+            raise ValueError(f"skew must lie in 0..9 rounds, got {sk}")
+        return replace(self, group=g, stitch_min=sm, karatsuba=ka, skew=sk)
 
     def tag(self) -> str:
-        return f"tail={self.tail},group={self.group},stitch_min={self.stitch_min}"
+        k = ",karatsuba" if self.karatsuba else ""
+        return (f"tail={self.tail},group={self.group},stitch_min={self.stitch_min},"
+                f"skew={self.skew}{k}")
 
 
 _BASE = "-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,-vpclmulqdq,-gfni,-sha,-evex512"
@@ -80,7 +89,7 @@ BACKENDS: tuple[Backend, ...] = (
         "vaes_avx2", frozenset({"aes", "pclmulqdq", "ssse3", "avx", "avx2", "vaes", "vpclmulqdq"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
-        width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3,
+        width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=6,
         notes="ymm, 16 vector registers",
     ),
     Backend(
@@ -90,6 +99,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=16, groups=(8, 16, 32), prims="x86", masked=True, two_slice=True, rank=4,
+        karatsuba=True, skew=6,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

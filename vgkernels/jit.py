@@ -43,13 +43,15 @@ def cache_dir() -> Path:
     return p
 
 
-def target_machine(llvm_features: str, cpu_name: str | None = None) -> llvm.TargetMachine:
-    """A target machine for ``cpu_name`` (default: the host) with exactly ``llvm_features``."""
+def target_machine(llvm_features: str, cpu_name: str | None = None, aot: bool = False
+                   ) -> llvm.TargetMachine:
+    """A target machine for ``cpu_name`` (default: the host) with exactly ``llvm_features``;
+    ``aot`` for an object file to link (position independent, default code model)."""
     _init()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(
         cpu=cpu_name or cpu.host_cpu_name(), features=llvm_features, opt=3,
-        reloc="pic", codemodel="jitdefault", jit=True,
+        reloc="pic", codemodel="default" if aot else "jitdefault", jit=not aot,
     )
 
 
@@ -104,8 +106,9 @@ class Library:
         return tm.emit_assembly(optimise(self.ir, tm))
 
 
-def emit_object(ir_text: str, llvm_features: str, cpu_name: str | None = None) -> bytes:
-    tm = target_machine(llvm_features, cpu_name)
+def emit_object(ir_text: str, llvm_features: str, cpu_name: str | None = None,
+                aot: bool = False) -> bytes:
+    tm = target_machine(llvm_features, cpu_name, aot)
     return tm.emit_object(optimise(ir_text, tm))
 
 

@@ -59,6 +59,29 @@ def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]
     yield [prims.aesenclast(x, rks[nr]) for x in s]
 
 
+def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], done: int
+                    ) -> Iterator[list[ir.Value]]:
+    """The rounds after `done` (states already had round key 0 and aesenc 1..done applied);
+    yields after every round, the last yield being the keystream."""
+    nr = len(rks) - 1
+    s = states
+    for r in range(done + 1, nr):
+        s = [prims.aesenc(x, rks[r]) for x in s]
+        yield s
+    yield [prims.aesenclast(x, rks[nr]) for x in s]
+
+
+def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], upto: int
+              ) -> Iterator[list[ir.Value]]:
+    """Round key 0 and aesenc 1..upto (a group started early, for a skewed loop); yields after
+    every round, the last yield being the partly encrypted states."""
+    s = [em.b.xor(x, rks[0]) for x in states]
+    yield s
+    for r in range(1, upto + 1):
+        s = [prims.aesenc(x, rks[r]) for x in s]
+        yield s
+
+
 def aes_encrypt(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]) -> list[ir.Value]:
     out = states
     for out in aes_rounds(em, prims, states, rks):  # noqa: B007

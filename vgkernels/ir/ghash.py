@@ -28,18 +28,31 @@ class Parts:
 
 
 class Ghash:
-    def __init__(self, em: Emitter, prims):
+    """``karatsuba``: the middle product as (a0+a1)(b0+b1), 3 multiplies instead of 4; the
+    parts then carry that raw product in ``mi`` and ``reduce`` subtracts lo and hi once per
+    sum (aggregated), so the extra work per block is one shuffle and one XOR."""
+
+    def __init__(self, em: Emitter, prims, karatsuba: bool = False):
         self.em = em
         self.p = prims
+        self.karatsuba = karatsuba
 
-    def mul_parts(self, a: ir.Value, h: ir.Value) -> Parts:
-        """Unreduced carry-less product, lane by lane (4 multiplies, no Karatsuba)."""
+    def fold_halves(self, v: ir.Value) -> ir.Value:
+        """a0 ^ a1 in the low qword of every lane (Karatsuba's middle operand)."""
+        return self.em.xor(v, self.em.swap_qwords(v))
+
+    def mul_parts(self, a: ir.Value, h: ir.Value, h_folded: ir.Value | None = None) -> Parts:
+        """Unreduced carry-less product, lane by lane."""
         c, b = self.p.clmul, self.em.b
+        if self.karatsuba:
+            hk = h_folded if h_folded is not None else self.fold_halves(h)
+            return Parts(c(a, h, 0x00), c(self.fold_halves(a), hk, 0x00), c(a, h, 0x11))
         return Parts(c(a, h, 0x00), b.xor(c(a, h, 0x01), c(a, h, 0x10)), c(a, h, 0x11))
 
-    def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value) -> Parts:
+    def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value,
+                   h_folded: ir.Value | None = None) -> Parts:
         """ghash_accumulate: acc += a * h (unreduced)."""
-        t = self.mul_parts(a, h)
+        t = self.mul_parts(a, h, h_folded)
         if acc is None:
             return t
         x = self.em.xor
@@ -47,6 +60,8 @@ class Ghash:
 
     def reduce(self, t: Parts) -> ir.Value:
         em = self.em
+        if self.karatsuba:
+            t = Parts(t.lo, em.xor(t.mi, t.lo, t.hi), t.hi)
         poly = const_vec(width_of(t.lo), GFPOLY)
         lo_fold = self.p.clmul(poly, t.lo, 0x01)  # low qword of lo times 0xc2..
         mi = em.xor(t.mi, lo_fold, em.swap_qwords(t.lo))

@@ -20,7 +20,8 @@ def symbol_prefix(backend: Backend, variant: Variant) -> str:
     default = Variant().resolved(backend)
     if variant == default:
         return base
-    return f"{base}_{variant.tail}_g{variant.group}_s{variant.stitch_min}"
+    k = "_k" if variant.karatsuba else ""
+    return f"{base}_{variant.tail}_g{variant.group}_s{variant.stitch_min}_w{variant.skew}{k}"
 
 
 def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None

@@ -60,32 +60,44 @@ class Bulk:
             d = em.bswap_lanes(em.load(base, 16 * w * j, w))
             if j == 0:
                 d = em.xor(d, s)
-            acc = self.f.gh.accumulate(acc, d, self.bcast_pows[j])
+            acc = self.f.gh.accumulate(acc, d, self.bcast_pows[j], self.bcast_folded[j])
             yield
         holder.append(self.f.gh.reduce(acc))
         yield
 
-    def stitched_group(self, i: ir.Value, s: ir.Value, ctr: ir.Value, ghash_base: ir.Value | None
-                       ) -> ir.Value:
+    def stitched_group(self, i: ir.Value, s: ir.Value, ctr: ir.Value, ghash_base: ir.Value | None,
+                       started: list[ir.Value] | None = None, next_ctr: ir.Value | None = None
+                       ) -> tuple[ir.Value, list[ir.Value] | None]:
         """One iteration: AES-CTR of the group at block i, interleaved with GHASH of the group
-        at ghash_base; stores the group's output; returns the new state (or s)."""
+        at ghash_base and, in a skewed loop, with the first rounds of the next group (from
+        next_ctr).  ``started`` is this group's state when an earlier iteration began it.
+        Stores the group's output; returns (new GHASH state or s, next group's started state)."""
         em, b, w, v = self.em, self.b, self.p.w, self.p.v
+        prims, rk, skew = self.f.prims, self.rk[w], self.skew
         off = b.shl(i, _c(4))
         pre = []
         if self.mode == "dec":  # load the ciphertext first: in-place output overwrites it
             pre = [em.load(self.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
-        rounds = aes.aes_rounds(em, self.f.prims, ctrs.counter_blocks(em, ctr, w, v), self.rk[w])
+        if started is None:
+            cur = aes.aes_rounds(em, prims, ctrs.counter_blocks(em, ctr, w, v), rk)
+        else:
+            cur = aes.aes_rounds_from(em, prims, started, rk, skew)
+        nxt = (aes.aes_begin(em, prims, ctrs.counter_blocks(em, next_ctr, w, v), rk, skew)
+               if next_ctr is not None else iter(()))
         holder: list = []
         steps = self.ghash_group_steps(ghash_base, s, holder) if ghash_base is not None else iter(())
-        ks = None
-        for ks in rounds:  # one GHASH step after each AES round
+        ks, begun = None, None
+        for ks in cur:  # round-robin: this group's round, a GHASH step, the next group's round
             next(steps, None)
+            begun = next(nxt, begun)
         for _ in steps:
+            pass
+        for begun in nxt:  # noqa: B007
             pass
         data = pre or [em.load(self.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
         for j in range(v):
             em.store(b.xor(data[j], ks[j]), self.out, b.add(off, _c(16 * w * j)))
-        return holder[0] if holder else s
+        return (holder[0] if holder else s), begun
 
     def hash_group(self, i: ir.Value, s: ir.Value) -> ir.Value:
         holder: list = []
@@ -207,6 +219,7 @@ class Bulk:
     def build(self) -> ir.Function:
         em, b, f, w, g = self.em, self.b, self.f, self.p.w, self.p.g
         nr = self.nr
+        self.skew = min(self.p.variant.skew or 0, nr - 1)
         self.rk = {}
         if self.aes:
             self.rk = {w: f.round_keys(self.ctx, nr, w)}
@@ -215,6 +228,8 @@ class Bulk:
         if self.hash:
             self.bcast_pows = [em.broadcast(f.power(self.ctx, g - j * w, 1), w)
                                for j in range(self.p.v)]
+            self.bcast_folded = [f.gh.fold_halves(h) if f.gh.karatsuba else None
+                                 for h in self.bcast_pows]
         y = em.load(self.io, 0)
         ctr = em.load(self.io, 16)
         nb = b.lshr(self.nbytes, _c(4))
@@ -243,21 +258,25 @@ class Bulk:
             """Returns [i, s, ctr]: the first block the stitched loop did not take."""
             if mode == "enc":
                 # prologue: the first group's keystream, nothing to hash yet
-                s1 = self.stitched_group(zero_i, s0, ctr, None)
+                skewed = self.skew > 0
+                s1, st1 = self.stitched_group(zero_i, s0, ctr, None, None,
+                                              ctrs.add(em, ctr, g) if skewed else None)
                 c1 = ctrs.add(em, ctr, g)
 
                 def body(v):
-                    i, s, c = v
+                    i, s, c, *st = v
                     base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
-                    s2 = self.stitched_group(i, s, c, base)
-                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g)]
-                return em.loop("stitch", [_c(g), s1, c1],
-                               lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), stitch_end),
-                               body)
+                    s2, st2 = self.stitched_group(i, s, c, base, st or None,
+                                                  ctrs.add(em, c, g) if skewed else None)
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *(st2 or [])]
+                out = em.loop("stitch", [_c(g), s1, c1, *(st1 or [])],
+                              lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), stitch_end),
+                              body)
+                return out[:3]
             if mode == "dec":
                 def body(v):
                     i, s, c = v
-                    s2 = self.stitched_group(i, s, c, em.gep(self.inp, b.shl(i, _c(4))))
+                    s2, _ = self.stitched_group(i, s, c, em.gep(self.inp, b.shl(i, _c(4))))
                     return [b.add(i, _c(g)), s2, ctrs.add(em, c, g)]
                 return em.loop("stitch", [zero_i, s0, ctr],
                                lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), stitch_end),

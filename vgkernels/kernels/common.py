@@ -49,7 +49,7 @@ class Fn:
         self.em = Emitter(module, ir.IRBuilder(self.fn.append_basic_block("entry")))
         self.b = self.em.b
         self.prims = prims_mod.make(params.backend.prims, self.em)
-        self.gh = Ghash(self.em, self.prims)
+        self.gh = Ghash(self.em, self.prims, bool(params.variant.karatsuba))
         self.args = self.fn.args
 
     def round_keys(self, ctx: ir.Value, nr: int, w: int) -> list[ir.Value]:

@@ -1,0 +1,383 @@
+"""What a sweep times: case specifications (plain data, sent to worker processes) and the
+concrete cases (buffers, argument blocks) built from them in the measuring process.
+
+Operations (``op``):
+
+=================  ==============================================================================
+seal               kernel seal, in place
+gather             kernel seal_gather from the pieces, out of place
+copy_ip            vgb_copy_ip: memcpy the pieces into the output, then kernel seal in place
+two_slice          kernel seal_two_slice (p0, then at most one byte); only backends exporting it
+open_out           kernel open_out of a valid ciphertext (out of place: in place, the second call
+                   would fail the tag and time the wipe path instead)
+ctr32              kernel ctr32 keystream over zeros (AES alone: the roofline)
+ghash              kernel ghash over the blocks
+encrypt_blocks     kernel encrypt_blocks (stitched CTR + GHASH, no setup or tag)
+openssl            OpenSSL EVP seal in place, key set once (init IV, AAD, update, final, get tag)
+openssl_copy       vgb_copy_ip with OpenSSL's seal: memcpy the pieces, then EVP seal in place
+cryptography_py    cryptography's AESGCM(key).encrypt(nonce, data, aad), timed in Python: it
+                   includes the Python call and the output allocation
+=================  ==============================================================================
+
+Shapes (how the text is split into pieces; ``n`` is the nominal size):
+
+* ``one``: one piece of n bytes;
+* ``n+1``: n bytes, then 1 byte (the TLS record shape: payload, then content type);
+* ``16+rest``: 16 bytes, then n - 16;
+* ``1+rest``: 1 byte, then n - 1.
+
+``aligned`` is True when every piece but the last ends on a block boundary (a single piece is
+aligned).  ``bytes`` is the whole text (n + 1 for ``n+1``), ``blocks`` = ceil(bytes / 16).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .. import abi
+from ..backends import Variant, get
+from .driver import Case, Driver
+
+KERNEL_OPS = ("seal", "gather", "copy_ip", "two_slice", "open_out", "ctr32", "ghash",
+              "encrypt_blocks")
+OPENSSL_OPS = ("openssl", "openssl_copy")
+PY_OPS = ("cryptography_py",)
+OPS = KERNEL_OPS + OPENSSL_OPS + PY_OPS
+PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy")  # take any shape
+BLOCK_OPS = ("ctr32", "ghash", "encrypt_blocks")  # n must be a multiple of 16
+SHAPES = ("one", "n+1", "16+rest", "1+rest")
+
+_ABI_OP = {"seal": "seal", "gather": "seal_gather", "two_slice": "seal_two_slice",
+           "open_out": "open_out", "ctr32": "ctr32", "ghash": "ghash",
+           "encrypt_blocks": "encrypt_blocks"}
+
+
+class Skip(Exception):
+    """This case cannot run here (e.g. the kernel does not export the op); the sweep goes on."""
+
+
+class KernelError(RuntimeError):
+    """A case gave a wrong result or return code: reported, never timed."""
+
+
+def impl_of(op: str) -> str:
+    return "openssl" if op in OPENSSL_OPS else "cryptography" if op in PY_OPS else "vgkernels"
+
+
+def pieces(shape: str, n: int) -> list[int]:
+    """Piece lengths of a shape at nominal size n."""
+    if shape == "one":
+        return [n]
+    if shape == "n+1":
+        return [n, 1]
+    if shape == "16+rest":
+        if n <= 16:
+            raise ValueError("16+rest needs n > 16")
+        return [16, n - 16]
+    if shape == "1+rest":
+        if n <= 1:
+            raise ValueError("1+rest needs n > 1")
+        return [1, n - 1]
+    raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case as plain data.  For peers, ``backend`` names the vgkernels backend whose
+    features the peer's process is masked to."""
+
+    op: str
+    n: int
+    backend: str
+    shape: str = "one"
+    tail: str | None = None  # variant (None: the backend's default); unused by peers
+    group: int | None = None
+    stitch_min: int | None = None
+    key_len: int = 16
+    aad_len: int = 13
+    nonce_len: int = 12
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown op {self.op!r}; known: {', '.join(OPS)}")
+        if self.shape != "one" and self.op not in PIECE_OPS:
+            raise ValueError(f"op {self.op} takes shape 'one' only")
+        if self.op in BLOCK_OPS and self.n % 16:
+            raise ValueError(f"op {self.op} needs n a multiple of 16, got {self.n}")
+        pieces(self.shape, self.n)
+
+    @property
+    def impl(self) -> str:
+        return impl_of(self.op)
+
+    def variant(self) -> Variant:
+        return Variant(tail=self.tail or "full", group=self.group,
+                       stitch_min=self.stitch_min).resolved(get(self.backend))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CaseSpec:
+        return cls(**d)
+
+    def label(self) -> dict[str, Any]:
+        """The row columns that identify this case."""
+        ps = pieces(self.shape, self.n)
+        total = sum(ps)
+        lab: dict[str, Any] = {"impl": self.impl, "backend": self.backend}
+        if self.impl == "vgkernels":
+            v = self.variant()
+            lab.update(variant=v.tag(), tail=v.tail, group=v.group, stitch_min=v.stitch_min)
+        else:
+            lab.update(variant=self.impl, tail=None, group=None, stitch_min=None)
+        lab.update(op=self.op, shape=self.shape, pieces="+".join(map(str, ps)),
+                   aligned=all(p % 16 == 0 for p in ps[:-1]), n=self.n, bytes=total,
+                   blocks=-(-total // 16), key_bytes=self.key_len, aad_bytes=self.aad_len)
+        return lab
+
+
+# ------------------------------------------------------------------------------------------
+# concrete cases
+
+
+class Buf:
+    """A 64-byte aligned, zeroed buffer of n bytes (at least one, so it has an address)."""
+
+    def __init__(self, n: int, data: bytes = b""):
+        self.n = n
+        self._raw = ctypes.create_string_buffer(max(n, 1) + 64)
+        self.addr = (ctypes.addressof(self._raw) + 63) & ~63
+        if data:
+            self.write(data)
+
+    def write(self, data: bytes) -> None:
+        ctypes.memmove(self.addr, data, len(data))
+
+    def read(self, n: int | None = None) -> bytes:
+        return ctypes.string_at(self.addr, self.n if n is None else n)
+
+
+def message(n: int, seed: int = 0) -> bytes:
+    return bytes((i * 167 + seed * 13 + 5) & 255 for i in range(n))
+
+
+def _expected(key: bytes, nonce: bytes, aad: bytes, msg: bytes) -> bytes:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key).encrypt(nonce, msg, aad)
+
+
+def _first_diff(a: bytes, b: bytes) -> str:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return f"first difference at byte {i} of {len(b)} (got {x:#04x}, want {y:#04x})"
+    return f"lengths differ ({len(a)} vs {len(b)})"
+
+
+class Builder:
+    """Builds concrete cases in the measuring process: kernels, key contexts, peers."""
+
+    def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None):
+        self.driver = drv
+        self.verify = verify
+        self.libcrypto = libcrypto
+        self._ctx: dict[tuple[str, Variant, bytes], Buf] = {}
+
+    # -- shared material ---------------------------------------------------------------------
+    @staticmethod
+    def material(spec: CaseSpec) -> tuple[bytes, bytes, bytes]:
+        return bytes(range(1, spec.key_len + 1)), bytes(range(spec.nonce_len)), \
+            bytes(range(100, 100 + spec.aad_len))
+
+    def kernels(self, spec: CaseSpec):  # -> vgkernels.kernels.build.Kernels
+        from ..kernels.build import kernels
+
+        return kernels(spec.backend, spec.variant())
+
+    def address(self, spec: CaseSpec, abi_op: str) -> int:
+        k = self.kernels(spec)
+        try:
+            return k.address(abi_op)
+        except KeyError:
+            raise Skip(f"{k.prefix}_{abi_op} is not exported by backend {spec.backend} "
+                       "(not built yet?)") from None
+
+    def ctx(self, spec: CaseSpec) -> int:
+        key, _, _ = self.material(spec)
+        tag = (spec.backend, spec.variant(), key)
+        buf = self._ctx.get(tag)
+        if buf is None:
+            buf = Buf(abi.CTX_SIZE)
+            res, args, _ = abi.SIGNATURES["key_init"]
+            init = ctypes.CFUNCTYPE(res, *args)(self.address(spec, "key_init"))
+            if init(buf.addr, key, len(key)) != 0:
+                raise KernelError(f"{spec.backend}: key_init failed for a {len(key)}-byte key")
+            self._ctx[tag] = buf
+        return buf.addr
+
+    def openssl(self):  # -> peers.OpenSSL
+        from . import peers
+
+        return peers.openssl(self.libcrypto)
+
+    # -- cases -------------------------------------------------------------------------------
+    def build(self, spec: CaseSpec) -> Case:
+        """A verified case (raises Skip or KernelError)."""
+        key, nonce, aad = self.material(spec)
+        ps = pieces(spec.shape, spec.n)
+        total = sum(ps)
+        msg = message(total)
+        lab = spec.label()
+        nb, ab = Buf(len(nonce), nonce), Buf(len(aad), aad)
+        head = [nb.addr, len(nonce), ab.addr, len(aad)]
+        keep: list[object] = [nb, ab]
+        want = None
+        op = spec.op
+
+        if op == "cryptography_py":
+            from .peers import cryptography_encrypt
+
+            f = cryptography_encrypt(key, nonce, aad, msg)
+            if self.verify and f() != _expected(key, nonce, aad, msg):
+                raise KernelError("cryptography AESGCM disagrees with itself?")
+            return Case(lab, py_call=f)
+
+        if op in ("seal", "openssl"):
+            buf, tag = Buf(total, msg), Buf(16)
+            keep += [buf, tag]
+            if op == "seal":
+                fn, first = self.address(spec, "seal"), self.ctx(spec)
+            else:
+                ossl = self.openssl()
+                fn, first = ossl.seal_address, ossl.context(key)
+            case = Case(lab, "seal", [fn, first, *head, buf.addr, total, tag.addr], keep=keep)
+
+            def out() -> bytes:
+                return buf.read() + tag.read()
+            want = _expected(key, nonce, aad, msg)
+        elif op in ("gather", "copy_ip", "openssl_copy", "two_slice"):
+            bufs = []
+            off = 0
+            for p in ps:
+                bufs.append(Buf(p, msg[off:off + p]))
+                off += p
+            outb, tag = Buf(total), Buf(16)
+            arr = (abi.Piece * len(ps))()
+            for j, (b, p) in enumerate(zip(bufs, ps, strict=True)):
+                arr[j].ptr, arr[j].len = b.addr, p
+            keep += [*bufs, outb, tag, arr]
+            if op == "two_slice":
+                p1, n1 = (bufs[1].addr, ps[1]) if len(ps) > 1 else (0, 0)
+                if len(ps) > 2:
+                    raise Skip("two_slice takes at most two pieces")
+                fn = self.address(spec, "seal_two_slice")
+                slots = [fn, self.ctx(spec), *head, bufs[0].addr, ps[0], p1, n1, outb.addr,
+                         tag.addr]
+                case = Case(lab, "seal_two_slice", slots, keep=keep)
+            elif op == "gather":
+                slots = [self.address(spec, "seal_gather"), self.ctx(spec), *head,
+                         ctypes.addressof(arr), len(ps), outb.addr, tag.addr]
+                case = Case(lab, "seal_gather", slots, keep=keep)
+            else:
+                if op == "copy_ip":
+                    seal, first = self.address(spec, "seal"), self.ctx(spec)
+                else:
+                    ossl = self.openssl()
+                    seal, first = ossl.seal_address, ossl.context(key)
+                slots = [self.driver.address("vgb_copy_ip"), seal, first, *head,
+                         ctypes.addressof(arr), len(ps), outb.addr, tag.addr]
+                case = Case(lab, "copy_ip", slots, keep=keep)
+
+            def out() -> bytes:
+                return outb.read() + tag.read()
+            want = _expected(key, nonce, aad, msg)
+        elif op == "open_out":
+            ct = _expected(key, nonce, aad, msg)
+            inb, outb, tag = Buf(total, ct[:total]), Buf(total), Buf(16, ct[total:])
+            keep += [inb, outb, tag]
+            slots = [self.address(spec, "open_out"), self.ctx(spec), *head, inb.addr, outb.addr,
+                     total, tag.addr, 16]
+            case = Case(lab, "open_out", slots, keep=keep)
+
+            def out() -> bytes:
+                return outb.read()
+            want = msg
+        elif op in ("ctr32", "ghash", "encrypt_blocks"):
+            nblk = total // 16
+            counter = Buf(16, nonce[:12].ljust(12, b"\0") + b"\0\0\0\x02")
+            y = Buf(16)
+            inb, outb = Buf(total, b"" if op == "ctr32" else msg), Buf(total)
+            keep += [counter, y, inb, outb]
+            ctx = self.ctx(spec)
+            fn = self.address(spec, op)
+            if op == "ctr32":
+                slots = [fn, ctx, counter.addr, inb.addr, outb.addr, nblk]
+            elif op == "ghash":
+                slots = [fn, ctx, y.addr, inb.addr, nblk]
+            else:
+                slots = [fn, ctx, y.addr, counter.addr, inb.addr, outb.addr, total]
+            case = Case(lab, op, slots, keep=keep)
+            c0 = counter.read()
+            if op == "ghash":
+                def out() -> bytes:
+                    return y.read()
+                want = _ghash(_aes_ecb(key, bytes(16)), msg)
+            else:
+                def out() -> bytes:
+                    return outb.read()
+                ks = _keystream(key, c0, nblk)
+                want = ks if op == "ctr32" else bytes(a ^ b for a, b in zip(ks, msg, strict=True))
+        else:  # pragma: no cover - CaseSpec validates op
+            raise ValueError(op)
+
+        rc = self.driver.call(case)
+        if rc != 0:
+            if op == "two_slice" and rc == -7:
+                raise Skip(f"seal_two_slice declined the shape {lab['pieces']} (-7)")
+            raise KernelError(f"{_where(lab)}: returned {rc} (expected 0)")
+        if self.verify and want is not None:
+            got = out()
+            if got != want:
+                raise KernelError(f"{_where(lab)}: wrong output, {_first_diff(got, want)}")
+        return case
+
+
+def _where(lab: dict[str, Any]) -> str:
+    return (f"{lab['impl']} {lab['backend']} [{lab['variant']}] op={lab['op']} "
+            f"shape={lab['shape']} pieces={lab['pieces']}")
+
+
+def _aes_ecb(key: bytes, data: bytes) -> bytes:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    return enc.update(data) + enc.finalize()
+
+
+def _keystream(key: bytes, counter: bytes, nblocks: int) -> bytes:
+    """E_K of counter, counter+1, ... with a 32-bit big-endian increment of the last word."""
+    pre, c = counter[:12], int.from_bytes(counter[12:], "big")
+    blocks = b"".join(pre + ((c + i) & 0xFFFFFFFF).to_bytes(4, "big") for i in range(nblocks))
+    return _aes_ecb(key, blocks)
+
+
+def _gf_mult(x: int, y: int) -> int:
+    """GF(2^128) product in GCM's bit order (SP 800-38D Algorithm 1)."""
+    r = 0xE1 << 120
+    z, v = 0, y
+    for i in range(127, -1, -1):
+        if x >> i & 1:
+            z ^= v
+        v = (v >> 1) ^ r if v & 1 else v >> 1
+    return z
+
+
+def _ghash(h: bytes, data: bytes) -> bytes:
+    hi, y = int.from_bytes(h, "big"), 0
+    for i in range(0, len(data), 16):
+        y = _gf_mult(y ^ int.from_bytes(data[i:i + 16], "big"), hi)
+    return y.to_bytes(16, "big")
+

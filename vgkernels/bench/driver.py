@@ -1,0 +1,384 @@
+"""The native timing driver: emitted as LLVM IR, compiled with vgkernels.jit, called per sample.
+
+For every call signature ("kind") the module exports
+
+    i64 vgb_run_<kind>(ptr args, i64 batch)   TSC ticks for ``batch`` calls, serialised reads
+    i64 vgb_call_<kind>(ptr args)             one call; its return value (to check a case)
+
+``args`` is a block of 8-byte slots: slot 0 is the function to call, the others its arguments
+in order.  The loop reloads the pointer and the arguments from memory on every call, behind a
+compiler barrier, so LLVM can neither inline the callee nor hoist anything out of the loop: the
+kernel is entered through a pointer with its arguments in registers, as a real caller's call.
+Python makes one ctypes call per *sample*, never per operation.
+
+Also in the module: ``vgb_tsc`` (for the TSC calibration), ``vgb_empty`` (an empty function of
+the seal signature: the overhead case) and ``vgb_copy_ip`` (memcpy the pieces into the output,
+then seal in place through a pointer: what a caller like rustls writes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from .. import abi, jit
+
+i32 = ir.IntType(32)
+i64 = ir.IntType(64)
+ptr = ir.PointerType()
+void = ir.VoidType()
+
+# ctypes -> IR type letters: "p" pointer, "z" size_t; return "i" int, None void.
+_LETTER = {ctypes.c_void_p: "p", ctypes.c_size_t: "z", ctypes.c_int: "i"}
+
+
+def _sig(entry: tuple[object, list[object], str]) -> tuple[str | None, tuple[str, ...]]:
+    res, args, _ = entry
+    return (None if res is None else _LETTER[res]), tuple(_LETTER[a] for a in args)
+
+
+def kinds() -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Call signatures the driver can run: kernel ops (from vgkernels.abi) plus ``copy_ip``."""
+    out = {op: _sig(abi.SIGNATURES[op]) for op in (
+        "seal", "seal_out", "seal_gather", "open", "open_out", "ctr32", "ghash", "encrypt_blocks")}
+    out["seal_two_slice"] = _sig(abi.TWO_SLICE_SIGNATURE)
+    ret, gather = out["seal_gather"]
+    out["copy_ip"] = (ret, ("p", *gather))  # (seal pointer, then seal_gather's arguments)
+    return out
+
+
+def _ty(letter: str | None) -> ir.Type:
+    return {"p": ptr, "z": i64, "i": i32, None: void}[letter]
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+def _tsc(b: ir.IRBuilder, start: bool) -> ir.Value:
+    """Serialised TSC read.  Start: lfence; rdtsc; lfence (earlier work done, later work not
+    begun).  End: rdtscp (waits for the timed calls); lfence (later work not begun)."""
+    regs = ["={eax}", "={edx}"] + ([] if start else ["={ecx}"])
+    cons = ",".join(regs + ["~{memory}", "~{dirflag}", "~{fpsr}", "~{flags}"])
+    text = "lfence\n\trdtsc\n\tlfence" if start else "rdtscp\n\tlfence"
+    st = ir.LiteralStructType([i32] * len(regs))
+    r = b.asm(ir.FunctionType(st, []), text, cons, [], True, name="tsc")
+    lo = b.zext(b.extract_value(r, 0), i64)
+    hi = b.zext(b.extract_value(r, 1), i64)
+    return b.or_(b.shl(hi, _c(32)), lo)
+
+
+def _barrier(b: ir.IRBuilder) -> None:
+    """Compiler barrier: memory may have changed, so every slot is loaded again."""
+    b.asm(ir.FunctionType(void, []), "", "~{memory}", [], True)
+
+
+def _call_from_block(b: ir.IRBuilder, a: ir.Value, sig: tuple[str | None, tuple[str, ...]]
+                     ) -> ir.Value:
+    ret, args = sig
+    fnty = ir.FunctionType(_ty(ret), [_ty(x) for x in args])
+    fp = b.load(a, typ=ptr, name="fn")
+    vals = [b.load(b.gep(a, [_c(8 * (j + 1))], source_etype=ir.IntType(8)), typ=_ty(x))
+            for j, x in enumerate(args)]
+    return b.call(_as_callee(fp, fnty), vals)
+
+
+class _Callee:
+    """An opaque pointer made callable: llvmlite's call needs the callee's ``function_type``,
+    which a loaded ``ptr`` cannot carry."""
+
+    def __init__(self, value: ir.Value, fnty: ir.FunctionType):
+        self.value, self.function_type, self.type = value, fnty, ptr
+
+    def get_reference(self) -> str:
+        return self.value.get_reference()
+
+
+def _as_callee(fp: ir.Value, fnty: ir.FunctionType) -> ir.Value:
+    return _Callee(fp, fnty)  # type: ignore[return-value]
+
+
+def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, ...]]) -> None:
+    # run: the timed loop
+    f = ir.Function(module, ir.FunctionType(i64, [ptr, i64]), name=f"vgb_run_{kind}")
+    f.attributes.add("noinline")
+    f.attributes.add("nounwind")
+    a, n = f.args
+    entry = f.append_basic_block("entry")
+    loop = f.append_basic_block("loop")
+    done = f.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    t0 = _tsc(b, start=True)
+    b.cbranch(b.icmp_unsigned("==", n, _c(0)), done, loop)
+    b.position_at_end(loop)
+    i = b.phi(i64, name="i")
+    i.add_incoming(_c(0), entry)
+    _barrier(b)
+    _call_from_block(b, a, sig)
+    nxt = b.add(i, _c(1))
+    i.add_incoming(nxt, loop)
+    b.cbranch(b.icmp_unsigned("<", nxt, n), loop, done)
+    b.position_at_end(done)
+    t1 = _tsc(b, start=False)
+    b.ret(b.sub(t1, t0))
+
+    # call: one call, for checks
+    f = ir.Function(module, ir.FunctionType(i64, [ptr]), name=f"vgb_call_{kind}")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    r = _call_from_block(b, f.args[0], sig)
+    b.ret(_c(0) if sig[0] is None else b.sext(r, i64))
+
+
+def _emit_helpers(module: ir.Module) -> None:
+    f = ir.Function(module, ir.FunctionType(i64, []), name="vgb_tsc")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    b.ret(_tsc(b, start=True))
+
+    seal_ret, seal_args = kinds()["seal"]
+    seal_ty = ir.FunctionType(_ty(seal_ret), [_ty(x) for x in seal_args])
+    f = ir.Function(module, seal_ty, name="vgb_empty")
+    f.attributes.add("noinline")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    b.ret(ir.Constant(i32, 0))
+
+    # copy_ip(seal, ctx, nonce, nl, aad, al, pieces, n_pieces, out, tag): a non-inlined
+    # function taking the pieces, as a caller writes it: memcpy each, then seal in place.
+    ret, args = kinds()["copy_ip"]
+    f = ir.Function(module, ir.FunctionType(_ty(ret), [_ty(x) for x in args]), name="vgb_copy_ip")
+    f.attributes.add("noinline")
+    f.attributes.add("nounwind")
+    seal, ctx, nonce, nl, aad, al, pieces, npieces, out, tag = f.args
+    entry = f.append_basic_block("entry")
+    loop = f.append_basic_block("copy")
+    done = f.append_basic_block("seal")
+    b = ir.IRBuilder(entry)
+    b.cbranch(b.icmp_unsigned("==", npieces, _c(0)), done, loop)
+    b.position_at_end(loop)
+    k = b.phi(i64, name="k")
+    off = b.phi(i64, name="off")
+    k.add_incoming(_c(0), entry)
+    off.add_incoming(_c(0), entry)
+    base = b.gep(pieces, [b.shl(k, _c(4))], source_etype=ir.IntType(8))
+    src = b.load(base, typ=ptr)
+    ln = b.load(b.gep(base, [_c(8)], source_etype=ir.IntType(8)), typ=i64)
+    memcpy = module.declare_intrinsic("llvm.memcpy", [ptr, ptr, i64])
+    b.call(memcpy, [b.gep(out, [off], source_etype=ir.IntType(8)), src, ln,
+                    ir.Constant(ir.IntType(1), 0)])
+    k2, off2 = b.add(k, _c(1)), b.add(off, ln)
+    k.add_incoming(k2, loop)
+    off.add_incoming(off2, loop)
+    b.cbranch(b.icmp_unsigned("<", k2, npieces), loop, done)
+    b.position_at_end(done)
+    total = b.phi(i64, name="total")
+    total.add_incoming(_c(0), entry)
+    total.add_incoming(off2, loop)
+    r = b.call(_as_callee(seal, seal_ty), [ctx, nonce, nl, aad, al, out, total, tag])
+    b.ret(r)
+
+
+def driver_ir() -> str:
+    """The driver module's IR text."""
+    module = ir.Module(name="vg_bench_driver")
+    for kind, sig in kinds().items():
+        _emit_kind(module, kind, sig)
+    _emit_helpers(module)
+    return str(module)
+
+
+def host_llvm_features() -> str:
+    """The host's LLVM target features (the driver's own code is scalar; the kernels it calls
+    were compiled with their backend's features)."""
+    _init_llvm()
+    return llvm.get_host_cpu_features().flatten()
+
+
+@functools.cache
+def _init_llvm() -> None:
+    jit._init()
+    llvm.initialize_native_asmparser()  # the TSC reads and the barrier are inline asm
+
+
+# ------------------------------------------------------------------------------------------
+# TSC calibration and pinning
+
+
+def _kernel_tsc_khz() -> float | None:
+    for p in ("/sys/devices/system/cpu/cpu0/tsc_freq_khz",
+              "/sys/devices/system/cpu/cpu0/cpufreq/base_frequency"):
+        try:
+            with open(p) as f:
+                return float(f.read().strip())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def calibrate_tsc(read_tsc: Callable[[], int], seconds: float = 0.05, repeats: int = 3
+                  ) -> float:
+    """TSC ticks per second against CLOCK_MONOTONIC (perf_counter_ns) over ``repeats`` sleeps
+    of ``seconds``; the median.  The TSC is invariant here (constant_tsc, nonstop_tsc), so a
+    sleep measures it as well as a spin does, without heating the core."""
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        c0 = read_tsc()
+        t1 = time.perf_counter_ns()
+        time.sleep(seconds)
+        t2 = time.perf_counter_ns()
+        c1 = read_tsc()
+        t3 = time.perf_counter_ns()
+        # each TSC read sits between two clock reads: use the midpoints
+        rates.append((c1 - c0) * 1e9 / ((t2 + t3) / 2 - (t0 + t1) / 2))
+    return statistics.median(rates)
+
+
+def pin(cpu: int | None = None) -> int | None:
+    """Pin this process to one CPU (default: the last one allowed); None if that failed."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        target = allowed[-1] if cpu is None else cpu
+        os.sched_setaffinity(0, {target})
+        return target
+    except (AttributeError, OSError, ValueError, IndexError) as e:
+        warnings.warn(f"vgkernels.bench: could not pin to one CPU ({e}); samples will include "
+                      "migrations", RuntimeWarning, stacklevel=2)
+        return None
+
+
+# ------------------------------------------------------------------------------------------
+# cases and measurement
+
+
+@dataclass
+class Case:
+    """One thing to time: a native call (``kind`` + argument block) or a Python callable."""
+
+    label: dict[str, object]
+    kind: str | None = None  # driver kind for native cases
+    slots: Sequence[int] = ()  # slot 0: function address; then the arguments as integers
+    py_call: Callable[[], object] | None = None  # Python-level case (e.g. cryptography)
+    keep: list[object] = field(default_factory=list, repr=False)  # buffers the slots point into
+    _block: ctypes.Array | None = field(default=None, repr=False)
+
+    def block(self) -> ctypes.Array:
+        if self._block is None:
+            self._block = (ctypes.c_uint64 * len(self.slots))(*[s & (2**64 - 1)
+                                                                for s in self.slots])
+        return self._block
+
+
+@dataclass
+class Measurement:
+    """Per-operation samples of one case: ``ticks[i]`` = ticks of sample i / ``batch``."""
+
+    label: dict[str, object]
+    batch: int
+    ticks: list[float]
+
+    def stats(self, tsc_hz: float) -> dict[str, float]:
+        return summarise(self.ticks, tsc_hz)
+
+
+def summarise(ticks: Sequence[float], tsc_hz: float) -> dict[str, float]:
+    """min / median ticks and ns, and ``spread`` = (q75 - q25) / median (relative IQR)."""
+    s = sorted(ticks)
+    q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
+    med = q[1]
+    scale = 1e9 / tsc_hz
+    return {"min_ticks": s[0], "median_ticks": med, "min_ns": s[0] * scale,
+            "median_ns": med * scale, "spread": (q[2] - q[0]) / med if med else math.nan}
+
+
+class Driver:
+    """The compiled driver plus this process's TSC rate and CPU pinning."""
+
+    def __init__(self, cpu: int | None = None, pin_cpu: bool = True):
+        _init_llvm()
+        self.library = jit.compile_ir("vg_bench_driver", driver_ir(), host_llvm_features())
+        self._run: dict[str, Callable[[int, int], int]] = {}
+        self._call: dict[str, Callable[[int], int]] = {}
+        for kind in kinds():
+            self._run[kind] = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)(
+                self.library.address(f"vgb_run_{kind}"))
+            self._call[kind] = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
+                self.library.address(f"vgb_call_{kind}"))
+        self.read_tsc = ctypes.CFUNCTYPE(ctypes.c_uint64)(self.library.address("vgb_tsc"))
+        self.pinned_cpu = pin(cpu) if pin_cpu else None
+        self.kernel_tsc_khz = _kernel_tsc_khz()
+        self.tsc_hz = calibrate_tsc(self.read_tsc)
+
+    def address(self, symbol: str) -> int:
+        return self.library.address(symbol)
+
+    def empty_case(self) -> Case:
+        """The overhead case: vgb_empty through the seal path (same loop, same loads)."""
+        return Case({"op": "empty"}, "seal", [self.address("vgb_empty")] + [0] * 8)
+
+    def call(self, case: Case) -> int:
+        """One call of a native case; its return value (0 for void kernels)."""
+        if case.kind is None:
+            case.py_call()  # type: ignore[misc]
+            return 0
+        return self._call[case.kind](ctypes.addressof(case.block()))
+
+    def sample(self, case: Case, batch: int) -> int:
+        """Ticks for ``batch`` calls of the case."""
+        if case.kind is not None:
+            return self._run[case.kind](ctypes.addressof(case.block()), batch)
+        f = case.py_call
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            f()  # type: ignore[misc]
+        return round((time.perf_counter_ns() - t0) * self.tsc_hz / 1e9)
+
+    def calibrate(self, case: Case, target_ticks: float, warmup: int = 3) -> int:
+        """A batch size making one sample last at least ``target_ticks``."""
+        for _ in range(warmup):  # fault in the buffers, train the predictors
+            self.sample(case, 1)
+        batch = 1
+        while True:
+            t = min(self.sample(case, batch) for _ in range(2))
+            if t >= target_ticks / 4 or batch >= 1 << 30:
+                break
+            batch *= 8 if t < target_ticks / 64 else 2
+        return max(1, math.ceil(batch * target_ticks * 1.05 / max(t, 1)))
+
+    def measure(self, cases: Sequence[Case], k: int = 33, target_ns: float = 20_000.0,
+                overhead: bool = True, trace: list[tuple[int, int]] | None = None
+                ) -> tuple[list[Measurement], Measurement | None]:
+        """Time the cases round-robin: k rounds, each taking one sample of every case in turn,
+        so drift hits all alike.  Returns per case measurements and the overhead case's."""
+        all_cases = ([self.empty_case()] if overhead else []) + list(cases)
+        target = target_ns * self.tsc_hz / 1e9
+        batches = [self.calibrate(c, target) for c in all_cases]
+        samples: list[list[float]] = [[] for _ in all_cases]
+        for r in range(k):
+            for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
+                samples[j].append(self.sample(c, n) / n)
+                if trace is not None:
+                    trace.append((r, j - (1 if overhead else 0)))
+        ms = [Measurement(c.label, n, s) for c, n, s in zip(all_cases, batches, samples,
+                                                            strict=True)]
+        return (ms[1:], ms[0]) if overhead else (ms, None)
+
+    def meta(self) -> dict[str, object]:
+        return {"tsc_hz": self.tsc_hz, "kernel_tsc_khz": self.kernel_tsc_khz,
+                "pinned_cpu": self.pinned_cpu, "pid": os.getpid(),
+                "python": sys.version.split()[0]}
+
+
+@functools.cache
+def driver(cpu: int | None = None) -> Driver:
+    """This process's driver (compiled, calibrated and pinned once)."""
+    return Driver(cpu)
