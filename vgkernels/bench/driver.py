@@ -43,16 +43,35 @@ void = ir.VoidType()
 _LETTER = {ctypes.c_void_p: "p", ctypes.c_size_t: "z", ctypes.c_int: "i"}
 
 
-def _sig(entry: tuple[object, list[object], str]) -> tuple[str | None, tuple[str, ...]]:
-    res, args, _ = entry
-    return (None if res is None else _LETTER[res]), tuple(_LETTER[a] for a in args)
+def _param_letter(param: str) -> str:
+    if "*" in param or "[" in param:
+        return "p"
+    if param.split()[0] in ("size_t", "uint64_t", "int64_t"):
+        return "z"
+    raise ValueError(f"cannot map C parameter {param!r}")
 
 
+def _sig(op: str, entry: tuple[object, list[object], str]
+         ) -> tuple[str | None, tuple[str, ...]]:
+    """Letters of an ABI entry, from its C prototype: the prototype is what the generators emit
+    (entries.py), so it wins when the ctypes argtypes of vgkernels.abi disagree with it."""
+    res, argtypes, proto = entry
+    params = [t.strip() for t in proto.strip()[1:-1].split(",")]
+    letters = tuple(_param_letter(t) for t in params)
+    from_ctypes = tuple(_LETTER[a] for a in argtypes)
+    if letters != from_ctypes:
+        warnings.warn(f"vgkernels.abi: {op!r} argtypes {from_ctypes} disagree with its C prototype "
+                      f"{proto} ({letters}); the driver follows the prototype", RuntimeWarning,
+                      stacklevel=3)
+    return (None if res is None else _LETTER[res]), letters
+
+
+@functools.cache
 def kinds() -> dict[str, tuple[str | None, tuple[str, ...]]]:
     """Call signatures the driver can run: kernel ops (from vgkernels.abi) plus ``copy_ip``."""
-    out = {op: _sig(abi.SIGNATURES[op]) for op in (
+    out = {op: _sig(op, abi.SIGNATURES[op]) for op in (
         "seal", "seal_out", "seal_gather", "open", "open_out", "ctr32", "ghash", "encrypt_blocks")}
-    out["seal_two_slice"] = _sig(abi.TWO_SLICE_SIGNATURE)
+    out["seal_two_slice"] = _sig("seal_two_slice", abi.TWO_SLICE_SIGNATURE)
     ret, gather = out["seal_gather"]
     out["copy_ip"] = (ret, ("p", *gather))  # (seal pointer, then seal_gather's arguments)
     return out

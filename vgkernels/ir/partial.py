@@ -92,7 +92,7 @@ def byte_mask128(em: Emitter, n: ir.Value) -> ir.Value:
     return b.select(full, ir.Constant(i128, -1), m)
 
 
-def _mask_bits(em: Emitter, n: ir.Value, w: int) -> ir.Value:
+def mask_bits(em: Emitter, n: ir.Value, w: int) -> ir.Value:
     """<16W x i1> with the first min(n, 16W) lanes set."""
     b = em.b
     nbits = 16 * w
@@ -106,7 +106,7 @@ def _mask_bits(em: Emitter, n: ir.Value, w: int) -> ir.Value:
 
 def masked_load(em: Emitter, p: ir.Value, n: ir.Value, w: int) -> tuple[ir.Value, ir.Value]:
     """(vector, mask): the first n bytes at p, zeros after; masked-off bytes are not read."""
-    mask = _mask_bits(em, n, w)
+    mask = mask_bits(em, n, w)
     bt = bvec(w)
     fn = em.intrinsic(f"llvm.masked.load.v{16 * w}i8.p0", bt,
                       [em_ptr(), i32, mask.type, bt])
@@ -124,6 +124,21 @@ def masked_store(em: Emitter, p: ir.Value, v: ir.Value, mask: ir.Value, w: int) 
 def select_bytes(em: Emitter, mask: ir.Value, v: ir.Value, w: int) -> ir.Value:
     bt = bvec(w)
     return em.b.bitcast(em.b.select(mask, em.b.bitcast(v, bt), ir.Constant(bt, None)), vec(w))
+
+
+def insert_byte(em: Emitter, v: ir.Value, mask: ir.Value, n: ir.Value, byte: ir.Value,
+                w: int) -> tuple[ir.Value, ir.Value]:
+    """v with `byte` at position n, where mask covers the first n bytes; returns the vector and
+    the mask of its n + 1 bytes (a masked broadcast: no variable-index shuffle)."""
+    b = em.b
+    wider = mask_bits(em, b.add(n, ir.Constant(i64, 1)), w)
+    onehot = b.xor(wider, mask)
+    bt = bvec(w)
+    splat = b.shuffle_vector(b.insert_element(ir.Constant(bt, None), byte, ir.Constant(i32, 0)),
+                             ir.Constant(bt, None),
+                             ir.Constant(ir.VectorType(i32, 16 * w), [ir.Constant(i32, 0)] * 16 * w))
+    out = b.select(onehot, splat, b.bitcast(v, bt))
+    return b.bitcast(out, vec(w)), wider
 
 
 def em_ptr() -> ir.PointerType:

@@ -33,15 +33,22 @@ def _c(x: int) -> ir.Constant:
 
 
 class Bulk:
-    def __init__(self, module: ir.Module, params: Params, mode: str, nr: int):
+    def __init__(self, module: ir.Module, params: Params, mode: str, nr: int,
+                 extra: bool = False):
+        """``extra``: the two-slice form (masked backends): one more byte, passed by value,
+        follows the nbytes of ``in``; the final masked vector takes it, so the last block of a
+        TLS record (payload, then the content-type byte) needs no separate tail."""
         self.p = params
         self.mode = mode
         self.nr = nr
-        name = f"vg.bulk.{mode}" + ("" if mode == "hash" else f".{nr}")
-        self.f = Fn(module, params, name, void, [ptr, ptr, ptr, ptr, i64, i1])
+        self.extra = extra
+        name = f"vg.bulk.{mode}{'1' if extra else ''}" + ("" if mode == "hash" else f".{nr}")
+        self.f = Fn(module, params, name, void,
+                    [ptr, ptr, ptr, ptr, i64, i1] + ([ir.IntType(8)] if extra else []))
         self.f.fn.attributes.add("noinline")
         self.em, self.b = self.f.em, self.f.b
-        self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args
+        self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
+        self.extra_byte = self.f.args[6] if extra else None
         self.aes = mode != "hash"
         self.hash = mode != "ctr"
 
@@ -114,6 +121,8 @@ class Bulk:
         em, b, f, w, g = self.em, self.b, self.f, self.p.w, self.p.g
         gh = f.gh
         has_p = b.icmp_unsigned("!=", p, _c(0))
+        if self.extra:
+            has_p = ir.Constant(i1, 1)  # the extra byte always ends the text
         npend = b.select(pending, _c(g), _c(0)) if pending is not None else _c(0)
         r = b.add(b.add(npend, b.sub(e, i)), b.add(b.zext(has_p, i64), b.zext(has_len, i64)))
         acc_w, xin = gh.zero_parts(w), s
@@ -161,13 +170,16 @@ class Bulk:
         acc_n = gh.zero_parts(1)
         if self.p.backend.masked and w > 1:
             # one masked vector takes the remaining blocks and the partial block together
-            nrem = b.add(b.shl(b.sub(e, j), _c(4)), p)
+            nrem_in = b.add(b.shl(b.sub(e, j), _c(4)), p)
+            nrem = b.add(nrem_in, _c(1)) if self.extra else nrem_in
 
             def masked():
                 vals = [j, q, ctr, *_parts(acc_w), xin]
                 off_in = em.gep(self.inp, b.shl(j, _c(4)))
                 off_out = em.gep(self.out, b.shl(j, _c(4)))
-                d, mask = partial.masked_load(em, off_in, nrem, w)
+                d, mask = partial.masked_load(em, off_in, nrem_in, w)
+                if self.extra:
+                    d, mask = partial.insert_byte(em, d, mask, nrem_in, self.extra_byte, w)
                 self.mask_tail = lambda v: partial.select_bytes(em, mask, v, w)
                 nblk = b.trunc(b.lshr(b.add(nrem, _c(15)), _c(4)), ir.IntType(32))
                 res = unit(w, vals, lambda off: d,
@@ -235,7 +247,7 @@ class Bulk:
         nb = b.lshr(self.nbytes, _c(4))
         p = b.and_(self.nbytes, _c(15))
         s0 = em.widen(y, w)
-        split = self.p.variant.tail == "split"
+        split = self.p.variant.tail == "split" and not self.extra
         sm = self.p.variant.stitch_min
         mode = self.mode
         # Where the stitched region ends: every block (full) or a multiple of 2G (split).
@@ -341,6 +353,9 @@ def build_all(module: ir.Module, params: Params) -> None:
     for nr in NR:
         for mode in ("ctr", "enc", "dec"):
             Bulk(module, params, mode, nr).build()
+    if params.backend.two_slice:
+        for nr in NR:
+            Bulk(module, params, "enc", nr, extra=True).build()
     for mode in ("ctr", "enc", "dec"):
         f = Fn(module, params, f"vg.bulk.{mode}", void, [ptr, ptr, ptr, ptr, i64, i1])
         args = list(f.args)

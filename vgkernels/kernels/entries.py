@@ -269,6 +269,35 @@ def build_gather(module: ir.Module, params: Params) -> None:
     _ret(b, 0)
 
 
+def build_two_slice(module: ir.Module, params: Params) -> None:
+    """seal_two_slice: the TLS record shape, a piece of >= 256 bytes then at most one byte,
+    96-bit nonce, AAD <= 16 bytes.  The stitched function takes the byte as an argument and
+    puts it into its final masked vector: one pass, one reduction, whatever n % 16 is."""
+    e = Entry(module, params, "seal_two_slice",
+              [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
+    em, b, f = e.em, e.b, e.f
+    ctx, nonce, nl, aad, al, p0, n0, p1, n1, out, tag = f.args
+    shape = b.and_(b.and_(b.icmp_unsigned("==", nl, _c(12)), b.icmp_unsigned("<=", al, _c(16))),
+                   b.and_(b.icmp_unsigned(">=", n0, _c(256)), b.icmp_unsigned("<=", n1, _c(1))))
+    e.guard(b.not_(shape), -7)
+    e.guard(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT - 1)), -3)
+    io, ej0 = e.start(ctx, nonce, nl, aad, al)
+    e.length_block(io, b.add(n0, n1), al)
+    true = ir.Constant(i1, 1)
+
+    def with_byte(nr):
+        def go():
+            byte = em.load_int(p1, 0, i8)
+            b.call(module.globals[f"vg.bulk.enc1.{nr}"], [ctx, io, p0, out, n0, true, byte])
+            return []
+        em.if_else_values(b.icmp_unsigned("==", n1, _c(1)), go,
+                          lambda: [b.call(module.globals[f"vg.bulk.enc.{nr}"],
+                                          [ctx, io, p0, out, n0, true])] and [], f"ts{nr}")
+    f.dispatch_nr(ctx, with_byte)
+    em.store(e.tag(io, ej0), tag, 0)
+    _ret(b, 0)
+
+
 def build_inner(module: ir.Module, params: Params) -> None:
     """ctr32, ghash and encrypt_blocks: the bulk functions with memory-order state."""
     p = params

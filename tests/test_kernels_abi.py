@@ -1,0 +1,222 @@
+"""The C ABI itself (bound with ctypes from abi.SIGNATURES): the signatures agree with the
+prototypes, every backend exports every op, the return codes at the top of
+vgkernels/kernels/entries.py, truncated tags, and the streaming state machine's -6."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+import pytest
+from helpers import TAG, bind, pieces_array, rbytes, ref, rng
+
+from vgkernels import abi
+from vgkernels.api import AesGcm
+from vgkernels.kernels.common import MAX_AAD, MAX_PLAINTEXT
+
+OK, BAD_TAG, BAD_NONCE, TOO_LONG, AAD_TOO_LONG, BAD_TAG_LEN, ORDER = 0, -1, -2, -3, -4, -5, -6
+
+
+def prototype_arity(proto: str) -> int:
+    inner = proto.strip()[1:-1].strip()
+    return 0 if inner in ("", "void") else len(re.split(r",", inner))
+
+
+@pytest.mark.parametrize("op", [op for op in abi.SIGNATURES if op != "encrypt_blocks"])
+def test_signature_matches_prototype(op):
+    _, argtypes, proto = abi.SIGNATURES[op]
+    assert len(argtypes) == prototype_arity(proto), (op, proto)
+
+
+@pytest.mark.xfail(strict=True, reason="package bug: abi.SIGNATURES['encrypt_blocks'] has 5 "
+                   "argtypes [P, P, P, P, Z] but the prototype and the kernel take 6 "
+                   "(ctx, y, counter, in, out, nbytes); binding it from SIGNATURES makes it "
+                   "uncallable with 6 arguments and passes nbytes as `out` with 5")
+def test_encrypt_blocks_signature_matches_prototype():
+    _, argtypes, proto = abi.SIGNATURES["encrypt_blocks"]
+    assert len(argtypes) == prototype_arity(proto) == 6, proto
+
+
+def test_two_slice_signature_matches_prototype():
+    _, argtypes, proto = abi.TWO_SLICE_SIGNATURE
+    assert len(argtypes) == prototype_arity(proto) == 11
+
+
+def test_every_op_is_exported(backend, kernel_sets):
+    k = kernel_sets(backend)
+    addrs = {op: k.address(op) for op in abi.SIGNATURES}
+    assert all(addrs.values()), addrs
+    assert len(set(addrs.values())) == len(addrs), "two ops share one address"
+    assert k.prefix == f"vg_{backend}"
+
+
+class Ctx:
+    """A context, key-initialised through the C ABI (not through AesGcm)."""
+
+    def __init__(self, backend: str, key: bytes):
+        self.raw = (ctypes.c_uint8 * (abi.CTX_SIZE + abi.CTX_ALIGN))()
+        self.addr = (ctypes.addressof(self.raw) + abi.CTX_ALIGN - 1) & ~(abi.CTX_ALIGN - 1)
+        keybuf = ctypes.create_string_buffer(key, max(len(key), 1))
+        self.rc = bind(backend, "key_init")(self.addr, keybuf, len(key))
+
+
+@pytest.mark.parametrize("key_len", [0, 1, 8, 15, 17, 20, 23, 25, 31, 33, 48, 64])
+def test_key_init_rejects_lengths(backend, key_len):
+    assert Ctx(backend, bytes(range(key_len))).rc == -1
+
+
+@pytest.mark.parametrize("ks", [16, 24, 32])
+def test_key_init_layout(backend, ks):
+    """nrounds and key length land where abi.py documents them; H^1 is stored; the padding
+    after H^1 is zero."""
+    key = rbytes(rng("layout", ks), ks)
+    ctx = Ctx(backend, key)
+    assert ctx.rc == 0
+    raw = bytes((ctypes.c_uint8 * abi.CTX_SIZE).from_address(ctx.addr))
+    assert int.from_bytes(raw[abi.CTX_NROUNDS:abi.CTX_NROUNDS + 4], "little") == ks // 4 + 6
+    assert int.from_bytes(raw[abi.CTX_KEY_LEN:abi.CTX_KEY_LEN + 4], "little") == ks
+    pad = raw[abi.power_offset(1) + 16:abi.power_offset(1) + 16 * (1 + abi.CTX_POWER_PAD)]
+    assert pad == bytes(16 * abi.CTX_POWER_PAD)
+    assert raw[abi.power_offset(1):abi.power_offset(1) + 16] != bytes(16)
+    assert raw[abi.power_offset(abi.CTX_NPOW):abi.power_offset(abi.CTX_NPOW) + 16] != bytes(16)
+
+
+def test_return_codes(backend):
+    key, nonce, aad, pt = b"K" * 16, b"N" * 12, b"A" * 7, bytes(range(40))
+    ctx = Ctx(backend, key)
+    seal, seal_out = bind(backend, "seal"), bind(backend, "seal_out")
+    open_, open_out = bind(backend, "open"), bind(backend, "open_out")
+    gather = bind(backend, "seal_gather")
+    want = ref(key, nonce, pt, aad)
+    buf = ctypes.create_string_buffer(pt, len(pt))
+    out = ctypes.create_string_buffer(b"\x5a" * 64, 64)
+    tag = ctypes.create_string_buffer(b"\x77" * 16, 16)
+
+    def untouched():
+        return buf.raw == pt and out.raw == b"\x5a" * 64 and tag.raw == b"\x77" * 16
+
+    # empty nonce
+    assert seal(ctx.addr, nonce, 0, aad, len(aad), buf, len(pt), tag) == BAD_NONCE
+    assert seal_out(ctx.addr, nonce, 0, aad, len(aad), buf, out, len(pt), tag) == BAD_NONCE
+    assert open_(ctx.addr, nonce, 0, aad, len(aad), buf, len(pt), tag, 16) == BAD_NONCE
+    assert open_out(ctx.addr, nonce, 0, aad, len(aad), buf, out, len(pt), tag, 16) == BAD_NONCE
+    assert untouched()
+    # text too long: refused before any byte is read or written
+    for n in (MAX_PLAINTEXT + 1, 2**63, 2**64 - 1):
+        assert seal(ctx.addr, nonce, 12, aad, len(aad), buf, n, tag) == TOO_LONG, n
+        assert seal_out(ctx.addr, nonce, 12, aad, len(aad), buf, out, n, tag) == TOO_LONG, n
+        assert open_(ctx.addr, nonce, 12, aad, len(aad), buf, n, tag, 16) == TOO_LONG, n
+        assert open_out(ctx.addr, nonce, 12, aad, len(aad), buf, out, n, tag, 16) == TOO_LONG
+    assert untouched()
+    # AAD too long
+    for n in (MAX_AAD + 1, 2**64 - 1):
+        assert seal(ctx.addr, nonce, 12, aad, n, buf, len(pt), tag) == AAD_TOO_LONG
+        assert open_out(ctx.addr, nonce, 12, aad, n, buf, out, len(pt), tag, 16) == AAD_TOO_LONG
+    assert untouched()
+    # tag length outside 4..16
+    for tl in (0, 1, 3, 17, 32, 2**64 - 1):
+        assert open_(ctx.addr, nonce, 12, aad, len(aad), buf, len(pt), tag, tl) == BAD_TAG_LEN
+        assert open_out(ctx.addr, nonce, 12, aad, len(aad), buf, out, len(pt), tag,
+                        tl) == BAD_TAG_LEN
+    assert untouched()
+    # gather: a total over the limit, including one that wraps around 2^64
+    p = ctypes.addressof(buf)
+    for lens in ([MAX_PLAINTEXT + 1], [MAX_PLAINTEXT, 1], [2**64 - 1, 1], [2**63, 2**63, 16],
+                 [8, 2**64 - 8]):
+        arr = pieces_array([(p, n) for n in lens])
+        assert gather(ctx.addr, nonce, 12, aad, len(aad), arr, len(lens), out, tag) == TOO_LONG
+    assert gather(ctx.addr, nonce, 0, aad, len(aad), pieces_array([(p, 4)]), 1, out,
+                  tag) == BAD_NONCE
+    assert untouched()
+    # and the happy path still works on the same context
+    assert seal_out(ctx.addr, nonce, 12, aad, len(aad), buf, out, len(pt), tag) == OK
+    assert out.raw[:len(pt)] + tag.raw == want
+    assert out.raw[len(pt):] == b"\x5a" * (64 - len(pt))
+
+
+@pytest.mark.parametrize("tag_len", range(4, 17))
+def test_truncated_tags(backend, tag_len):
+    """open / open_out accept a tag prefix of 4..16 bytes; a wrong byte anywhere in the prefix
+    fails and wipes; bytes after the prefix are ignored."""
+    r = rng("trunc", backend, tag_len)
+    key, nonce, aad = rbytes(r, 32), rbytes(r, 12), rbytes(r, 9)
+    open_, open_out = bind(backend, "open"), bind(backend, "open_out")
+    ctx = Ctx(backend, key)
+    for n in (0, 1, 16, 31, 100):
+        pt = rbytes(r, n)
+        want = ref(key, nonce, pt, aad)
+        ct, full = want[:-TAG], want[-TAG:]
+        given = full[:tag_len] + bytes(b ^ 0xFF for b in full[tag_len:])  # junk after prefix
+        out = ctypes.create_string_buffer(n + 1)
+        assert open_out(ctx.addr, nonce, 12, aad, len(aad), ct, out, n, given, tag_len) == OK
+        assert out.raw[:n] == pt
+        buf = ctypes.create_string_buffer(ct, n + 1)
+        assert open_(ctx.addr, nonce, 12, aad, len(aad), buf, n, given, tag_len) == OK
+        assert buf.raw[:n] == pt
+        for i in range(tag_len):
+            bad = bytearray(given)
+            bad[i] ^= 1 << (i % 8)
+            out = ctypes.create_string_buffer(b"\x33" * (n + 1), n + 1)
+            rc = open_out(ctx.addr, nonce, 12, aad, len(aad), ct, out, n, bytes(bad), tag_len)
+            assert rc == BAD_TAG, (n, i)
+            assert out.raw == bytes(n) + b"\x33", (n, i, "not wiped, or wiped too much")
+
+
+def test_stream_order_codes(backend):
+    key, nonce = b"k" * 24, b"n" * 12
+    ctx = Ctx(backend, key)
+    init, aad_, enc = (bind(backend, op) for op in ("stream_init", "stream_aad",
+                                                    "stream_encrypt"))
+    dec, fin = bind(backend, "stream_decrypt"), bind(backend, "stream_finish")
+    raw = (ctypes.c_uint8 * (abi.STREAM_SIZE + 64))()
+    st = (ctypes.addressof(raw) + 63) & ~63
+    assert init(ctx.addr, st, nonce, 0) == BAD_NONCE
+    assert init(ctx.addr, st, nonce, 12) == OK
+    assert aad_(ctx.addr, st, b"ab", 2) == OK
+    assert aad_(ctx.addr, st, b"c", 1) == OK
+    assert aad_(ctx.addr, st, b"x", MAX_AAD) == AAD_TOO_LONG  # 3 + MAX_AAD > MAX_AAD
+    src = bytes(range(50))
+    out = ctypes.create_string_buffer(50)
+    assert enc(ctx.addr, st, src, out, 20) == OK
+    assert enc(ctx.addr, st, src, out, MAX_PLAINTEXT) == TOO_LONG  # 20 + MAX > MAX
+    assert aad_(ctx.addr, st, b"d", 1) == ORDER
+    assert enc(ctx.addr, st, src[20:], ctypes.byref(out, 20), 30) == OK
+    tag = ctypes.create_string_buffer(16)
+    assert fin(ctx.addr, st, tag) == OK
+    want = ref(key, nonce, src, b"abc")
+    assert out.raw + tag.raw == want
+    assert fin(ctx.addr, st, tag) == ORDER
+    assert enc(ctx.addr, st, src, out, 1) == ORDER
+    assert dec(ctx.addr, st, src, out, 1) == ORDER
+    assert aad_(ctx.addr, st, b"d", 1) == ORDER
+    assert out.raw + tag.raw == want  # refused calls wrote nothing
+
+
+def test_two_slice_entry_when_present(backend, kernel_sets):
+    """The TLS-record entry (backends with two_slice, once it is built): equal to the spec for
+    qualifying shapes, -7 for shapes it does not take."""
+    k = kernel_sets(backend)
+    if not k.backend.two_slice:
+        assert "seal_two_slice" not in k.ops
+        return
+    try:
+        k.address("seal_two_slice")
+    except KeyError:
+        pytest.skip(f"{backend}: two_slice in the table, seal_two_slice not generated yet")
+    restype, argtypes, _ = abi.TWO_SLICE_SIGNATURE
+    fn = ctypes.CFUNCTYPE(restype, *argtypes)(k.address("seal_two_slice"))
+    a = AesGcm(b"t" * 16, backend=backend)
+    for n0 in (256, 257, 271, 272, 300, 1024, 1039):
+        for n1 in (0, 1):
+            pt = rbytes(rng("2s", n0, n1), n0 + n1)
+            out = ctypes.create_string_buffer(n0 + n1 + 1)
+            tag = ctypes.create_string_buffer(16)
+            rc = fn(a.ctx, b"n" * 12, 12, b"aad", 3, pt, n0, pt[n0:], n1, out, tag)
+            assert rc == 0, (n0, n1)
+            assert out.raw[:n0 + n1] + tag.raw == ref(b"t" * 16, b"n" * 12, pt, b"aad")
+    out = ctypes.create_string_buffer(300)
+    tag = ctypes.create_string_buffer(16)
+    assert fn(a.ctx, b"n" * 13, 13, b"", 0, bytes(256), 256, b"x", 1, out, tag) == -7
+    assert fn(a.ctx, b"n" * 12, 12, bytes(17), 17, bytes(256), 256, b"x", 1, out, tag) == -7
+    assert fn(a.ctx, b"n" * 12, 12, b"", 0, bytes(255), 255, b"x", 1, out, tag) == -7
+    assert fn(a.ctx, b"n" * 12, 12, b"", 0, bytes(256), 256, b"xy", 2, out, tag) == -7
