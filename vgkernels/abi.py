@@ -37,38 +37,39 @@ class Piece(ctypes.Structure):
 
 P = ctypes.c_void_p
 Z = ctypes.c_size_t
-I = ctypes.c_int
+INT = ctypes.c_int
 
 # op -> (restype, argtypes, C prototype tail).  Order matters: it is the header's order.
 SIGNATURES: dict[str, tuple[object, list[object], str]] = {
-    "key_init": (I, [P, P, Z], "(void *ctx, const uint8_t *key, size_t key_len)"),
+    "key_init": (
+        INT, [P, P, Z], "(void *ctx, const uint8_t *key, size_t key_len)"),
     "seal": (
-        I,
+        INT,
         [P, P, Z, P, Z, P, Z, P],
         "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
         "size_t aad_len, uint8_t *inout, size_t len, uint8_t tag[16])",
     ),
     "seal_out": (
-        I,
+        INT,
         [P, P, Z, P, Z, P, P, Z, P],
         "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
         "size_t aad_len, const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16])",
     ),
     "seal_gather": (
-        I,
+        INT,
         [P, P, Z, P, Z, P, Z, P, P],
         "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
         "size_t aad_len, const struct vg_piece *pieces, size_t n_pieces, uint8_t *out, "
         "uint8_t tag[16])",
     ),
     "open": (
-        I,
+        INT,
         [P, P, Z, P, Z, P, Z, P, Z],
         "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
         "size_t aad_len, uint8_t *inout, size_t len, const uint8_t *tag, size_t tag_len)",
     ),
     "open_out": (
-        I,
+        INT,
         [P, P, Z, P, Z, P, P, Z, P, Z],
         "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
         "size_t aad_len, const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, "
@@ -94,29 +95,31 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
     ),
     # Streaming: state is STREAM_SIZE bytes, caller-owned.
     "stream_init": (
-        I,
+        INT,
         [P, P, P, Z],
         "(const void *ctx, void *state, const uint8_t *nonce, size_t nonce_len)",
     ),
-    "stream_aad": (I, [P, P, P, Z], "(const void *ctx, void *state, const uint8_t *aad, size_t len)"),
+    "stream_aad": (
+        INT, [P, P, P, Z], "(const void *ctx, void *state, const uint8_t *aad, size_t len)"),
     "stream_encrypt": (
-        I,
+        INT,
         [P, P, P, P, Z],
         "(const void *ctx, void *state, const uint8_t *in, uint8_t *out, size_t len)",
     ),
     "stream_decrypt": (
-        I,
+        INT,
         [P, P, P, P, Z],
         "(const void *ctx, void *state, const uint8_t *in, uint8_t *out, size_t len)",
     ),
-    "stream_finish": (I, [P, P, P], "(const void *ctx, void *state, uint8_t tag[16])"),
+    "stream_finish": (
+        INT, [P, P, P], "(const void *ctx, void *state, uint8_t tag[16])"),
 }
 
 # Only backends with `two_slice` export it: the TLS record shape (a piece of >= 256 bytes,
 # then at most one byte; 96-bit nonce; AAD <= 16 bytes).  Returns -7 when the shape does not
 # qualify, so the caller falls back to seal_gather.
 TWO_SLICE_SIGNATURE = (
-    I,
+    INT,
     [P, P, Z, P, Z, P, Z, P, Z, P, P],
     "(const void *ctx, const uint8_t *nonce, size_t nonce_len, const uint8_t *aad, "
     "size_t aad_len, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1, "

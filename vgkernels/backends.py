@@ -65,7 +65,8 @@ class Variant:
                 f"skew={self.skew}{k}")
 
 
-_BASE = "-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,-vpclmulqdq,-gfni,-sha,-evex512"
+_BASE = ("-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,"
+         "-vpclmulqdq,-gfni,-sha,-evex512")
 
 BACKENDS: tuple[Backend, ...] = (
     Backend(

@@ -38,7 +38,8 @@ def _init() -> bool:
 
 def cache_dir() -> Path:
     d = os.environ.get("VG_CACHE_DIR")
-    p = Path(d) if d else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "vgkernels"
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    p = Path(d) if d else base / "vgkernels"
     p.mkdir(parents=True, exist_ok=True)
     return p
 

@@ -19,7 +19,8 @@ RCON = (0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1B, 0x36)
 def sub_word(em: Emitter, prims, w: ir.Value) -> ir.Value:
     b = em.b
     v = b.insert_element(ir.Constant(dvec(1), None), w, ir.Constant(i32, 0))
-    v = b.shuffle_vector(v, ir.Constant(dvec(1), None), ir.Constant(dvec(1), [ir.Constant(i32, 0)] * 4))
+    splat = ir.Constant(dvec(1), [ir.Constant(i32, 0)] * 4)
+    v = b.shuffle_vector(v, ir.Constant(dvec(1), None), splat)
     s = prims.aesenclast(b.bitcast(v, vec(1)), zero(1))
     return b.extract_element(b.bitcast(s, dvec(1)), ir.Constant(i32, 0))
 

@@ -134,9 +134,9 @@ def insert_byte(em: Emitter, v: ir.Value, mask: ir.Value, n: ir.Value, byte: ir.
     wider = mask_bits(em, b.add(n, ir.Constant(i64, 1)), w)
     onehot = b.xor(wider, mask)
     bt = bvec(w)
-    splat = b.shuffle_vector(b.insert_element(ir.Constant(bt, None), byte, ir.Constant(i32, 0)),
-                             ir.Constant(bt, None),
-                             ir.Constant(ir.VectorType(i32, 16 * w), [ir.Constant(i32, 0)] * 16 * w))
+    zeros = ir.Constant(ir.VectorType(i32, 16 * w), [ir.Constant(i32, 0)] * 16 * w)
+    one = b.insert_element(ir.Constant(bt, None), byte, ir.Constant(i32, 0))
+    splat = b.shuffle_vector(one, ir.Constant(bt, None), zeros)
     out = b.select(onehot, splat, b.bitcast(v, bt))
     return b.bitcast(out, vec(w)), wider
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
-from ..ir import aes, ctr as ctrs, partial
+from ..ir import aes, partial
+from ..ir import ctr as ctrs
 from ..ir.core import i1, i64, ptr, vec, void, zero
 from ..ir.ghash import Parts
 from .common import NR, Fn, Params
@@ -92,9 +93,10 @@ class Bulk:
         nxt = (aes.aes_begin(em, prims, ctrs.counter_blocks(em, next_ctr, w, v), rk, skew)
                if next_ctr is not None else iter(()))
         holder: list = []
-        steps = self.ghash_group_steps(ghash_base, s, holder) if ghash_base is not None else iter(())
+        steps = (self.ghash_group_steps(ghash_base, s, holder) if ghash_base is not None
+                 else iter(()))
         ks, begun = None, None
-        for ks in cur:  # round-robin: this group's round, a GHASH step, the next group's round
+        for ks in cur:  # noqa: B007  round-robin: a round here, a GHASH step, the next group's
             next(steps, None)
             begun = next(nxt, begun)
         for _ in steps:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..ir import aes, ctr as ctrs, partial
+from ..ir import aes, partial
+from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
 from ..ir.ghash import Parts
 from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params

@@ -1,0 +1,372 @@
+"""Named sweeps and ``run``: plan the chunks, execute them (in-process, or one worker process
+per backend when OpenSSL peers are masked to it), collect tidy rows, save them.
+
+A notebook::
+
+    from vgkernels import bench
+    res = bench.run("sizes", backends=["vaes_avx512"], sizes=[256, 16384], runs=2)
+    res.df            # one row per case and run (min/median ns and ticks, spread, metadata)
+    res.samples       # one row per sample: what vgkernels.analysis consumes
+    res.paths         # the Parquet / CSV / JSON files written under data/<host>/
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..backends import BY_NAME, Backend, Variant, availability, get, usable
+from . import meta as meta_mod
+from . import store
+from .cases import CaseSpec
+from .runner import Chunk, Job, WorkerDied, run_job
+
+Ops = list[tuple[str, str]]  # (op, shape)
+
+PEER_OPS: Ops = [("openssl", "one"), ("openssl_copy", "n+1"), ("cryptography_py", "one")]
+
+
+@dataclass(frozen=True)
+class SweepDef:
+    """A named sweep: which (op, shape) pairs at which sizes, one chunk per size."""
+
+    name: str
+    doc: str
+    sizes: tuple[int, ...]
+    quick_sizes: tuple[int, ...]
+    ops: Callable[[int, bool], Ops]  # (n, peers) -> the chunk's (op, shape) pairs
+    peers: bool = False  # peers by default
+    only: Callable[[Backend], bool] | None = None  # default backend filter
+    refine: Callable[[pd.DataFrame], dict[str, list[int]]] | None = None  # second pass
+
+
+def _sizes_ops(n: int, peers: bool) -> Ops:
+    ops = [("seal", "one"), ("gather", "n+1"), ("copy_ip", "n+1"), ("open_out", "one")]
+    return ops + (PEER_OPS if peers else [])
+
+
+def _blocks_ops(n: int, peers: bool) -> Ops:
+    ops = [("seal", "one"), ("gather", "n+1"), ("copy_ip", "n+1")]
+    return ops + ([("openssl", "one"), ("openssl_copy", "n+1")] if peers else [])
+
+
+def _copy_below_ops(n: int, peers: bool) -> Ops:
+    return [("gather", "n+1"), ("copy_ip", "n+1")]
+
+
+def _two_slice_ops(n: int, peers: bool) -> Ops:
+    return [("two_slice", "n+1"), ("gather", "n+1"), ("copy_ip", "n+1")]
+
+
+def _roofline_ops(n: int, peers: bool) -> Ops:
+    return [("ctr32", "one"), ("ghash", "one"), ("encrypt_blocks", "one"), ("seal", "one")]
+
+
+def _peers_ops(n: int, peers: bool) -> Ops:
+    return [("seal", "one"), ("copy_ip", "n+1")] + (PEER_OPS if peers else [])
+
+
+# copy_below: a coarse grid, each aligned size s with its unaligned twin s - 1 (n + 1 bytes
+# from two pieces: the byte completes a block split between the pieces), then a second pass
+# dense between the coarse sizes where gather and copy_ip swap places.
+_COARSE = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+           6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536)
+
+
+def _copy_below_refine(df: pd.DataFrame, points: int = 6) -> dict[str, list[int]]:
+    """Per backend, extra aligned sizes between coarse neighbours where the sign of
+    min(gather) - min(copy_ip) changes (for either alignment)."""
+    out: dict[str, list[int]] = {}
+    sub = df[df["op"].isin(["gather", "copy_ip"])]
+    if sub.empty:
+        return out
+    best = sub.groupby(["backend", "aligned", "n", "op"], observed=True)["min_ns"].min()
+    wide = best.unstack("op").dropna()
+    for (be, _aligned), g in wide.groupby(level=[0, 1]):
+        g = g.droplevel([0, 1]).sort_index()
+        sign = (g["gather"] <= g["copy_ip"]).to_numpy()
+        ns = g.index.to_numpy()
+        for i in range(len(ns) - 1):
+            if sign[i] != sign[i + 1]:
+                lo, hi = int(ns[i]) | 15, int(ns[i + 1])  # aligned neighbours (s - 1 -> s)
+                lo, hi = (lo + 1, hi + 1) if hi % 16 else (lo + 1, hi)
+                step = max(16, (hi - lo) // (points + 1) // 16 * 16)
+                extra = [s for s in range(lo + step, hi, step) if s % 16 == 0][:points]
+                out.setdefault(str(be), []).extend(extra)
+    return {be: sorted(set(v)) for be, v in out.items()}
+
+
+SWEEPS: dict[str, SweepDef] = {s.name: s for s in (
+    SweepDef("sizes", "seal / gather / copy_ip / open_out and peers at a size list",
+             (16, 256, 1024, 16384), (256, 16384), _sizes_ops, peers=True),
+    SweepDef("blocks", "every block count 1..72 (16..1152 B; 384, 640, 1024, 1088 among them), "
+             "in place and n+1", tuple(16 * b for b in range(1, 73)),
+             (16, 128, 384, 640, 1024, 1088), _blocks_ops, peers=True),
+    SweepDef("copy_below", "gather vs copy_ip, n+1 pieces, 16 B..64 KiB, aligned (n % 16 == 0) "
+             "and unaligned (n - 1), then dense where they cross", _COARSE,
+             (16, 256, 1024, 4096, 16384, 65536), _copy_below_ops, refine=_copy_below_refine),
+    SweepDef("two_slice", "seal_two_slice vs gather vs copy_ip at the TLS record shape",
+             (256, 511, 512, 767, 768, 1024, 1500, 2000, 2047, 3000), (512, 1024, 2047),
+             _two_slice_ops, only=lambda b: b.two_slice),
+    SweepDef("roofline", "ctr32 keystream (AES alone), ghash, encrypt_blocks and seal",
+             (1024, 4096, 16384, 65536), (16384,), _roofline_ops),
+    SweepDef("peers", "vgkernels against OpenSSL (masked per backend) and cryptography",
+             (16, 64, 256, 272, 288, 1024, 4096, 16384), (256, 16384), _peers_ops, peers=True),
+)}
+
+
+def parse_variant(text: str | Variant | None) -> Variant:
+    """A Variant from ``"tail=split,group=8,stitch_min=16"`` (``"split"`` / ``"full"`` alone
+    name the tail)."""
+    if isinstance(text, Variant):
+        return text
+    if not text:
+        return Variant()
+    kw: dict[str, Any] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if part in ("split", "full"):
+            kw["tail"] = part
+            continue
+        key, _, val = part.partition("=")
+        if key not in ("tail", "group", "stitch_min"):
+            raise ValueError(f"unknown variant parameter {key!r} in {text!r}")
+        kw[key] = val if key == "tail" else int(val)
+    return Variant(**kw)
+
+
+def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: int = 16,
+         aad_len: int = 13) -> list[list[CaseSpec]]:
+    """The chunks (lists of case specs) of a named sweep for one backend."""
+    d = SWEEPS[sweep]
+    chunks = []
+    for n in sizes:
+        specs = []
+        twins = [n, n - 1] if sweep == "copy_below" and n % 16 == 0 and n > 16 else [n]
+        for m in twins:
+            for op, shape in d.ops(m, peers):
+                if op in ("ctr32", "ghash", "encrypt_blocks") and m % 16:
+                    continue
+                specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len))
+        chunks.append(specs)
+    return chunks
+
+
+def _with_variant(spec: CaseSpec, v: Variant) -> CaseSpec:
+    if spec.impl != "vgkernels":
+        return spec
+    return dataclasses.replace(spec, tail=v.tail, group=v.group, stitch_min=v.stitch_min)
+
+
+@dataclass
+class SweepResult:
+    """What a sweep produced (also when interrupted: the rows measured so far)."""
+
+    sweep: str
+    run_id: str
+    df: pd.DataFrame
+    samples: pd.DataFrame
+    meta: dict[str, Any]
+    skipped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def overhead_ns(self) -> float:
+        """Median over chunks of the driver's empty-call overhead (ns per call)."""
+        return float(self.df["overhead_ns"].median()) if len(self.df) else float("nan")
+
+
+def run(
+    sweep: str = "sizes",
+    *,
+    backends: Sequence[str] | None = None,
+    sizes: Sequence[int] | None = None,
+    k: int = 33,
+    runs: int | None = None,
+    ab: tuple[Variant | str, Variant | str] | None = None,
+    variant: Variant | str | None = None,
+    peers: bool | None = None,
+    quick: bool = False,
+    target_us: float = 20.0,
+    cpu: int | None = None,
+    key_len: int = 16,
+    aad_len: int = 13,
+    refine: bool = True,
+    progress: bool = True,
+    on_chunk: Callable[[int, list[dict[str, Any]]], None] | None = None,
+    save: bool = True,
+    data: str | Path = "data",
+    out: str | Path | None = None,
+    samples: bool = True,
+    verify: bool = True,
+    libcrypto: str | None = None,
+    isolate: bool | None = None,
+) -> SweepResult:
+    """Run a named sweep (see ``SWEEPS``) and return its tidy results.
+
+    ``runs``: repetitions (run ids 0..runs-1); with ``ab=(A, B)`` the runs alternate A, B, A, B
+    (``runs`` counts the A/B pairs, default 2).  ``peers``: add OpenSSL and cryptography cases
+    (default: per sweep); peers run in one worker process per backend with OPENSSL_ia32cap
+    masked to that backend's features (``isolate`` forces or forbids worker processes).
+    ``on_chunk(done, rows)`` is called after every chunk (raise KeyboardInterrupt in it to stop:
+    the rows measured so far are kept and written).  ``quick``: fewer sizes, k = 11, 10 us.
+    """
+    d = SWEEPS.get(sweep)
+    if d is None:
+        raise ValueError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
+    if quick:
+        k, target_us = min(k, 11), min(target_us, 10.0)
+    sizes = list(sizes) if sizes else list(d.quick_sizes if quick else d.sizes)
+    peers = d.peers if peers is None else peers
+    isolate = peers if isolate is None else isolate
+    variants = ([parse_variant(ab[0]), parse_variant(ab[1])] * (runs or 2) if ab
+                else [parse_variant(variant)] * (runs or 1))
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+    skipped: list[str] = []
+    errors: list[str] = []
+    bar = _Bar(progress, sweep)
+
+    def note(msg: str, bucket: list[str]) -> None:
+        if msg not in bucket:
+            bucket.append(msg)
+            bar.write(f"vgkernels bench: {msg}")
+
+    # backends
+    avail = availability()
+    names = list(backends) if backends else [b.name for b in usable()
+                                             if d.only is None or d.only(b)]
+    chosen: list[Backend] = []
+    for name in names:
+        if name not in BY_NAME:
+            raise ValueError(f"unknown backend {name!r}; known: {', '.join(BY_NAME)}")
+        if avail[name] is not None:
+            note(f"backend {name} skipped: {avail[name]}", skipped)
+        else:
+            chosen.append(get(name))
+
+    host = meta_mod.host_meta(libcrypto)
+    common = {"run_id": run_id, "sweep": sweep, **host}
+    meta: dict[str, Any] = {
+        **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": {
+            "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "target_us": target_us,
+            "variants": [v.tag() for v in variants], "peers": peers, "key_len": key_len,
+            "aad_len": aad_len, "isolate": isolate}, "processes": {}}
+    summary_rows: list[dict[str, Any]] = []
+    sample_rows: list[dict[str, Any]] = []
+    interrupted = False
+    done = 0
+
+    def execute(size_plan: dict[str, list[int]]) -> None:
+        nonlocal done
+        jobs = []
+        for be in chosen:
+            if not size_plan.get(be.name):
+                continue
+            chunks, idx = [], 0
+            base = plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len)
+            for r, v in enumerate(variants):
+                for specs in base:
+                    chunks.append(Chunk(r, [_with_variant(s, v) for s in specs], idx))
+                    idx += 1
+            env = {}
+            if isolate and peers:
+                from .peers import ia32cap_mask
+
+                env["OPENSSL_ia32cap"] = ia32cap_mask(be)
+            jobs.append((be, Job(chunks, k, target_us * 1000.0, cpu, verify, libcrypto, env)))
+        bar.add(sum(len(j.chunks) for _, j in jobs))
+        for be, job in jobs:
+            proc: dict[str, Any] = {}
+            try:
+                for ev in run_job(job, isolate):
+                    if ev["type"] == "meta":
+                        proc = ev["process"]
+                        meta["processes"].setdefault(be.name, proc)
+                    elif ev["type"] == "skip":
+                        note(ev["message"], skipped)
+                    elif ev["type"] == "error":
+                        note(ev["message"], errors)
+                    elif ev["type"] == "chunk":
+                        s_rows, p_rows = store.chunk_rows(ev, common, proc)
+                        summary_rows.extend(s_rows)
+                        if samples:
+                            sample_rows.extend(p_rows)
+                        done += 1
+                        bar.step()
+                        if on_chunk is not None:
+                            on_chunk(done, s_rows)
+            except WorkerDied as e:
+                note(f"backend {be.name}: {e} after {done} chunks; its later chunks are "
+                     "missing", errors)
+
+    try:
+        execute({be.name: sizes for be in chosen})
+        if refine and d.refine is not None and summary_rows:
+            extra = d.refine(store.frame(summary_rows, store.SUMMARY_COLS))
+            if extra:
+                meta["params"]["refined_sizes"] = extra
+                execute(extra)
+    except KeyboardInterrupt:
+        interrupted = True
+        note(f"interrupted: keeping the {len(summary_rows)} rows measured so far", skipped)
+    finally:
+        bar.close()
+
+    df = store.frame(summary_rows, store.SUMMARY_COLS)
+    sp = store.frame(sample_rows, store.SAMPLE_COLS)
+    meta.update(skipped=skipped, errors=errors, interrupted=interrupted)
+    if "ia32cap" in df.columns:
+        meta["masks"] = {be.name: _mask_or_none(be, isolate and peers) for be in chosen}
+    res = SweepResult(sweep, run_id, df, sp, meta, skipped, errors, interrupted)
+    if save:
+        directory = Path(out) if out else Path(data) / host["host"]
+        res.paths = store.save(df, sp if samples else None, meta, directory, f"{sweep}-{run_id}")
+    return res
+
+
+def _mask_or_none(be: Backend, masked: bool) -> str | None:
+    if not masked:
+        return None
+    from .peers import ia32cap_mask
+
+    return ia32cap_mask(be)
+
+
+class _Bar:
+    """A tqdm progress bar over chunks (its total grows when a refinement pass is planned)."""
+
+    def __init__(self, enabled: bool, name: str):
+        self._bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=0, desc=f"bench {name}", unit="chunk", file=sys.stderr)
+
+    def add(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.total += n
+            self._bar.refresh()
+
+    def step(self) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def write(self, msg: str) -> None:
+        if self._bar is not None:
+            self._bar.write(msg, file=sys.stderr)
+        else:
+            print(msg, file=sys.stderr)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
