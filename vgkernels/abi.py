@@ -89,7 +89,7 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
     ),
     "encrypt_blocks": (
         None,
-        [P, P, P, P, Z],
+        [P, P, P, P, P, Z],
         "(const void *ctx, uint8_t y[16], uint8_t counter[16], const uint8_t *in, "
         "uint8_t *out, size_t nbytes)",
     ),

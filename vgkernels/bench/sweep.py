@@ -81,6 +81,10 @@ _COARSE = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3
            6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536)
 
 
+def _up16(n: int) -> int:
+    return -(-n // 16) * 16
+
+
 def _copy_below_refine(df: pd.DataFrame, points: int = 6) -> dict[str, list[int]]:
     """Per backend, extra aligned sizes between coarse neighbours where the sign of
     min(gather) - min(copy_ip) changes (for either alignment)."""
@@ -96,11 +100,9 @@ def _copy_below_refine(df: pd.DataFrame, points: int = 6) -> dict[str, list[int]
         ns = g.index.to_numpy()
         for i in range(len(ns) - 1):
             if sign[i] != sign[i + 1]:
-                lo, hi = int(ns[i]) | 15, int(ns[i + 1])  # aligned neighbours (s - 1 -> s)
-                lo, hi = (lo + 1, hi + 1) if hi % 16 else (lo + 1, hi)
+                lo, hi = _up16(int(ns[i])), _up16(int(ns[i + 1]))  # the aligned twins
                 step = max(16, (hi - lo) // (points + 1) // 16 * 16)
-                extra = [s for s in range(lo + step, hi, step) if s % 16 == 0][:points]
-                out.setdefault(str(be), []).extend(extra)
+                out.setdefault(str(be), []).extend(list(range(lo + step, hi, step))[:points])
     return {be: sorted(set(v)) for be, v in out.items()}
 
 
@@ -325,21 +327,15 @@ def run(
     df = store.frame(summary_rows, store.SUMMARY_COLS)
     sp = store.frame(sample_rows, store.SAMPLE_COLS)
     meta.update(skipped=skipped, errors=errors, interrupted=interrupted)
-    if "ia32cap" in df.columns:
-        meta["masks"] = {be.name: _mask_or_none(be, isolate and peers) for be in chosen}
+    if isolate and peers:
+        from .peers import ia32cap_mask
+
+        meta["masks"] = {be.name: ia32cap_mask(be) for be in chosen}
     res = SweepResult(sweep, run_id, df, sp, meta, skipped, errors, interrupted)
     if save:
         directory = Path(out) if out else Path(data) / host["host"]
         res.paths = store.save(df, sp if samples else None, meta, directory, f"{sweep}-{run_id}")
     return res
-
-
-def _mask_or_none(be: Backend, masked: bool) -> str | None:
-    if not masked:
-        return None
-    from .peers import ia32cap_mask
-
-    return ia32cap_mask(be)
 
 
 class _Bar:

@@ -1,0 +1,103 @@
+"""``vgkernels bench SWEEP [options]``: run a named sweep, write Parquet/CSV, print a summary.
+
+Examples::
+
+    vgkernels bench sizes                                  # every usable backend, with OpenSSL
+    vgkernels bench sizes --backends vaes_avx512 --sizes 256,16384 --runs 2
+    vgkernels bench blocks --ab tail=split tail=full       # A/B/A/B, run ids 0..3
+    vgkernels bench copy_below --quick --no-peers
+    vgkernels bench --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .sweep import SWEEPS, run
+
+
+def _csv_ints(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        mult = 1024 if part.endswith("k") else 1
+        out.append(int(part.rstrip("k")) * mult)
+    return out
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vgkernels bench",
+        description="Native timing of vgkernels and its peers (serialised TSC, calibrated "
+                    "batches, interleaved cases) into tidy Parquet/CSV under DATA/<host>/.")
+    p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS), help="named sweep")
+    p.add_argument("--list", action="store_true", help="list the sweeps and exit")
+    p.add_argument("--backends", help="comma list of backends (default: every usable one)")
+    p.add_argument("--sizes", type=_csv_ints, help="comma list of sizes in bytes (16k = 16384)")
+    p.add_argument("--k", type=int, default=33, help="samples per case (default 33)")
+    p.add_argument("--runs", type=int, help="repetitions (with --ab: A/B pairs, default 2)")
+    p.add_argument("--ab", nargs=2, metavar=("VARIANT_A", "VARIANT_B"),
+                   help="alternate runs A/B/A/B over two variants, e.g. tail=split tail=full")
+    p.add_argument("--variant", help="kernel variant, e.g. tail=split,group=8")
+    p.add_argument("--peers", dest="peers", action="store_true", default=None,
+                   help="include OpenSSL / cryptography (default: per sweep)")
+    p.add_argument("--no-peers", dest="peers", action="store_false")
+    p.add_argument("--quick", action="store_true", help="fewer sizes, k=11, 10 us samples")
+    p.add_argument("--target-us", type=float, default=20.0, help="sample length (default 20)")
+    p.add_argument("--cpu", type=int, help="CPU to pin to (default: the last allowed)")
+    p.add_argument("--key-len", type=int, default=16, choices=(16, 24, 32))
+    p.add_argument("--aad-len", type=int, default=13)
+    p.add_argument("--data", default="data", help="results root (default data/)")
+    p.add_argument("--out", help="write into this directory instead of DATA/<host>/")
+    p.add_argument("--no-samples", action="store_true", help="do not write per-sample rows")
+    p.add_argument("--no-save", action="store_true", help="print only")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--libcrypto", help="path of libcrypto (default: $VG_LIBCRYPTO or finder)")
+    return p
+
+
+def _show(res) -> str:
+    df = res.df
+    if df.empty:
+        return "(no rows)"
+    cols = ["backend", "variant", "op", "pieces", "run", "min_ns", "median_ns", "spread",
+            "ticks_per_byte"]
+    show = df[cols].copy()
+    if show["variant"].nunique() == 1 or not res.meta["params"]["variants"][1:]:
+        show = show.drop(columns="variant")
+    return show.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.list or not args.sweep:
+        for name, d in SWEEPS.items():
+            print(f"{name:11s} {d.doc}")
+        return 0 if args.list else 2
+    res = run(
+        args.sweep,
+        backends=args.backends.split(",") if args.backends else None,
+        sizes=args.sizes, k=args.k, runs=args.runs, ab=tuple(args.ab) if args.ab else None,
+        variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,
+        cpu=args.cpu, key_len=args.key_len, aad_len=args.aad_len,
+        progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
+        samples=not args.no_samples, libcrypto=args.libcrypto,
+    )
+    print(_show(res))
+    print(f"\ndriver overhead: {res.overhead_ns:.2f} ns per call (not subtracted)")
+    for kind, path in res.paths.items():
+        print(f"{kind}: {path}")
+    if res.errors:
+        print(f"{len(res.errors)} case(s) failed their check:", file=sys.stderr)
+        for e in res.errors:
+            print(f"  {e}", file=sys.stderr)
+    if res.interrupted:
+        return 130
+    return 1 if res.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
