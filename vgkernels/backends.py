@@ -23,7 +23,7 @@ class Backend:
     groups: tuple[int, ...]  # group sizes the generator accepts for sweeps
     prims: str  # "portable" (plain IR) or "x86" (AES-NI / (V)PCLMULQDQ intrinsics)
     masked: bool = False  # AVX-512 byte-masked loads/stores for partial vectors
-    two_slice: bool = False  # has the TLS-record two-slice entry
+    two_slice: bool = True  # has the TLS-record two-slice entry (seal_two_slice)
     copy_below: tuple[int, int] = (0, 0)  # (aligned, unaligned) copy+seal dispatch
     karatsuba: bool = False  # default GHASH multiply: 3 (Karatsuba) or 4 carry-less products
     skew: int = 0  # default rounds of the next group begun early in the stitched loop
@@ -99,7 +99,7 @@ BACKENDS: tuple[Backend, ...] = (
                    "vaes", "vpclmulqdq"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
-        width=4, group=16, groups=(8, 16, 32), prims="x86", masked=True, two_slice=True, rank=4,
+        width=4, group=16, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
         karatsuba=True, skew=6,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),

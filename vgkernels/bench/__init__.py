@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .cases import OPS, SHAPES, CaseSpec, KernelError, Skip
 from .driver import Case, Driver, Measurement, driver
-from .runner import Chunk, Job, execute
+from .runner import Chunk, Session, Settings, Worker
 from .store import load
 from .sweep import SWEEPS, SweepResult, parse_variant, plan, run
 
@@ -25,13 +25,14 @@ __all__ = [
     "CaseSpec",
     "Chunk",
     "Driver",
-    "Job",
+    "Session",
+    "Settings",
     "KernelError",
     "Measurement",
     "Skip",
     "SweepResult",
+    "Worker",
     "driver",
-    "execute",
     "load",
     "parse_variant",
     "plan",

@@ -33,6 +33,8 @@ aligned).  ``bytes`` is the whole text (n + 1 for ``n+1``), ``blocks`` = ceil(by
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import struct
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -52,6 +54,16 @@ SHAPES = ("one", "n+1", "16+rest", "1+rest")
 _ABI_OP = {"seal": "seal", "gather": "seal_gather", "two_slice": "seal_two_slice",
            "open_out": "open_out", "ctr32": "ctr32", "ghash": "ghash",
            "encrypt_blocks": "encrypt_blocks"}
+
+
+# The Variant fields a case carries (and the rows show), e.g. tail, group, stitch_min, skew.
+VARIANT_PARAMS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Variant)
+                                        if f.name != "extra")
+
+
+def variant_params(v: Variant) -> tuple[tuple[str, Any], ...]:
+    """The explicitly set parameters of a variant (unset ones take the backend's default)."""
+    return tuple((f, getattr(v, f)) for f in VARIANT_PARAMS if getattr(v, f) is not None)
 
 
 class Skip(Exception):
@@ -92,9 +104,7 @@ class CaseSpec:
     n: int
     backend: str
     shape: str = "one"
-    tail: str | None = None  # variant (None: the backend's default); unused by peers
-    group: int | None = None
-    stitch_min: int | None = None
+    vparams: tuple[tuple[str, Any], ...] = ()  # Variant fields set (others: backend default)
     key_len: int = 16
     aad_len: int = 13
     nonce_len: int = 12
@@ -113,14 +123,15 @@ class CaseSpec:
         return impl_of(self.op)
 
     def variant(self) -> Variant:
-        return Variant(tail=self.tail or "full", group=self.group,
-                       stitch_min=self.stitch_min).resolved(get(self.backend))
+        return Variant(**dict(self.vparams)).resolved(get(self.backend))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CaseSpec:
+        d = dict(d)
+        d["vparams"] = tuple((k, v) for k, v in d.get("vparams", ()))  # JSON gives lists
         return cls(**d)
 
     def label(self) -> dict[str, Any]:
@@ -130,9 +141,9 @@ class CaseSpec:
         lab: dict[str, Any] = {"impl": self.impl, "backend": self.backend}
         if self.impl == "vgkernels":
             v = self.variant()
-            lab.update(variant=v.tag(), tail=v.tail, group=v.group, stitch_min=v.stitch_min)
+            lab.update(variant=v.tag(), **{f: getattr(v, f) for f in VARIANT_PARAMS})
         else:
-            lab.update(variant=self.impl, tail=None, group=None, stitch_min=None)
+            lab.update(variant=self.impl, **dict.fromkeys(VARIANT_PARAMS))
         lab.update(op=self.op, shape=self.shape, pieces="+".join(map(str, ps)),
                    aligned=all(p % 16 == 0 for p in ps[:-1]), n=self.n, bytes=total,
                    blocks=-(-total // 16), key_bytes=self.key_len, aad_bytes=self.aad_len)
@@ -143,13 +154,31 @@ class CaseSpec:
 # concrete cases
 
 
-class Buf:
-    """A 64-byte aligned, zeroed buffer of n bytes (at least one, so it has an address)."""
+PAGE = 4096
+# Where buffers start within a page, by role.  4K aliasing (a load whose address matches a
+# pending store's in bits 0-11 waits for it) moved cases by up to 80% on Zen 5 depending on
+# where the stack and the buffers fell, so nothing is left to malloc or ASLR:
+# * a stream's input at 0 and its output at 2 KiB + 64: loads running ahead never alias the
+#   stores still pending;
+# * the stack pointer at driver.STACK_OFFSET (2560): the kernels' frames lie below it;
+# * the small buffers (nonce, AAD, tag, counter, a 1-byte piece, the piece array, the argument
+#   block) in 128-byte slots in [3200, 4096); the key context at 0 (it is only loaded).
+# The same offsets in every run and process make results reproducible.
+IN_OFFSET, OUT_OFFSET = 0, 2048 + 64
+AUX_OFFSETS = tuple(3200 + 128 * j for j in range(7))
 
-    def __init__(self, n: int, data: bytes = b""):
+class Buf:
+    """A zeroed buffer of n bytes (at least one, so it has an address) starting at
+    ``page_offset`` within a page (default: 64-byte aligned, wherever malloc puts it)."""
+
+    def __init__(self, n: int, data: bytes = b"", page_offset: int | None = None):
         self.n = n
-        self._raw = ctypes.create_string_buffer(max(n, 1) + 64)
-        self.addr = (ctypes.addressof(self._raw) + 63) & ~63
+        if page_offset is None:
+            self._raw = ctypes.create_string_buffer(max(n, 1) + 64)
+            self.addr = (ctypes.addressof(self._raw) + 63) & ~63
+        else:
+            self._raw = ctypes.create_string_buffer(max(n, 1) + PAGE + page_offset)
+            self.addr = ((ctypes.addressof(self._raw) + PAGE - 1) & ~(PAGE - 1)) + page_offset
         if data:
             self.write(data)
 
@@ -158,6 +187,23 @@ class Buf:
 
     def read(self, n: int | None = None) -> bytes:
         return ctypes.string_at(self.addr, self.n if n is None else n)
+
+
+class Placer:
+    """Buffers of one case at fixed page offsets by role ("in", "out", or small "aux")."""
+
+    def __init__(self) -> None:
+        self._aux = 0
+
+    def __call__(self, n: int, data: bytes = b"", role: str = "aux") -> Buf:
+        if role == "in":
+            off = IN_OFFSET
+        elif role == "out":
+            off = OUT_OFFSET
+        else:
+            off = AUX_OFFSETS[self._aux % len(AUX_OFFSETS)]
+            self._aux += 1
+        return Buf(n, data, off)
 
 
 def message(n: int, seed: int = 0) -> bytes:
@@ -210,7 +256,7 @@ class Builder:
         tag = (spec.backend, spec.variant(), key)
         buf = self._ctx.get(tag)
         if buf is None:
-            buf = Buf(abi.CTX_SIZE)
+            buf = Buf(abi.CTX_SIZE, page_offset=0)  # placed alike in every process
             res, args, _ = abi.SIGNATURES["key_init"]
             init = ctypes.CFUNCTYPE(res, *args)(self.address(spec, "key_init"))
             if init(buf.addr, key, len(key)) != 0:
@@ -231,7 +277,8 @@ class Builder:
         total = sum(ps)
         msg = message(total)
         lab = spec.label()
-        nb, ab = Buf(len(nonce), nonce), Buf(len(aad), aad)
+        buf_ = Placer()
+        nb, ab = buf_(len(nonce), nonce), buf_(len(aad), aad)
         head = [nb.addr, len(nonce), ab.addr, len(aad)]
         keep: list[object] = [nb, ab]
         want = None
@@ -246,7 +293,7 @@ class Builder:
             return Case(lab, py_call=f)
 
         if op in ("seal", "openssl"):
-            buf, tag = Buf(total, msg), Buf(16)
+            buf, tag = buf_(total, msg, "in"), buf_(16)
             keep += [buf, tag]
             if op == "seal":
                 fn, first = self.address(spec, "seal"), self.ctx(spec)
@@ -261,13 +308,13 @@ class Builder:
         elif op in ("gather", "copy_ip", "openssl_copy", "two_slice"):
             bufs = []
             off = 0
-            for p in ps:
-                bufs.append(Buf(p, msg[off:off + p]))
+            for p in ps:  # the largest piece is the stream's input
+                bufs.append(buf_(p, msg[off:off + p], "in" if p == max(ps) else "aux"))
                 off += p
-            outb, tag = Buf(total), Buf(16)
-            arr = (abi.Piece * len(ps))()
-            for j, (b, p) in enumerate(zip(bufs, ps, strict=True)):
-                arr[j].ptr, arr[j].len = b.addr, p
+            outb, tag = buf_(total, role="out"), buf_(16)
+            # struct vg_piece {ptr, len}[], placed like the other small buffers
+            arr = buf_(16 * len(ps), b"".join(struct.pack("<QQ", b.addr, p)
+                                               for b, p in zip(bufs, ps, strict=True)))
             keep += [*bufs, outb, tag, arr]
             if op == "two_slice":
                 p1, n1 = (bufs[1].addr, ps[1]) if len(ps) > 1 else (0, 0)
@@ -279,7 +326,7 @@ class Builder:
                 case = Case(lab, "seal_two_slice", slots, keep=keep)
             elif op == "gather":
                 slots = [self.address(spec, "seal_gather"), self.ctx(spec), *head,
-                         ctypes.addressof(arr), len(ps), outb.addr, tag.addr]
+                         arr.addr, len(ps), outb.addr, tag.addr]
                 case = Case(lab, "seal_gather", slots, keep=keep)
             else:
                 if op == "copy_ip":
@@ -288,7 +335,7 @@ class Builder:
                     ossl = self.openssl()
                     seal, first = ossl.seal_address, ossl.context(key)
                 slots = [self.driver.address("vgb_copy_ip"), seal, first, *head,
-                         ctypes.addressof(arr), len(ps), outb.addr, tag.addr]
+                         arr.addr, len(ps), outb.addr, tag.addr]
                 case = Case(lab, "copy_ip", slots, keep=keep)
 
             def out() -> bytes:
@@ -296,7 +343,8 @@ class Builder:
             want = _expected(key, nonce, aad, msg)
         elif op == "open_out":
             ct = _expected(key, nonce, aad, msg)
-            inb, outb, tag = Buf(total, ct[:total]), Buf(total), Buf(16, ct[total:])
+            inb, outb = buf_(total, ct[:total], "in"), buf_(total, role="out")
+            tag = buf_(16, ct[total:])
             keep += [inb, outb, tag]
             slots = [self.address(spec, "open_out"), self.ctx(spec), *head, inb.addr, outb.addr,
                      total, tag.addr, 16]
@@ -307,9 +355,10 @@ class Builder:
             want = msg
         elif op in ("ctr32", "ghash", "encrypt_blocks"):
             nblk = total // 16
-            counter = Buf(16, nonce[:12].ljust(12, b"\0") + b"\0\0\0\x02")
-            y = Buf(16)
-            inb, outb = Buf(total, b"" if op == "ctr32" else msg), Buf(total)
+            counter = buf_(16, nonce[:12].ljust(12, b"\0") + b"\0\0\0\x02")
+            y = buf_(16)
+            inb = buf_(total, b"" if op == "ctr32" else msg, "in")
+            outb = buf_(total, role="out")
             keep += [counter, y, inb, outb]
             ctx = self.ctx(spec)
             fn = self.address(spec, op)
@@ -332,6 +381,9 @@ class Builder:
                 want = ks if op == "ctr32" else bytes(a ^ b for a, b in zip(ks, msg, strict=True))
         else:  # pragma: no cover - CaseSpec validates op
             raise ValueError(op)
+        blk = buf_(8 * len(case.slots))
+        case.place_block(blk.addr, blk.n)
+        case.keep.append(blk)
 
         rc = self.driver.call(case)
         if rc != 0:

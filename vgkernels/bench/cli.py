@@ -38,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", help="comma list of backends (default: every usable one)")
     p.add_argument("--sizes", type=_csv_ints, help="comma list of sizes in bytes (16k = 16384)")
     p.add_argument("--k", type=int, default=33, help="samples per case (default 33)")
+    p.add_argument("--passes", type=int, default=3,
+                   help="passes over the sweep the k samples are spread over (default 3)")
     p.add_argument("--runs", type=int, help="repetitions (with --ab: A/B pairs, default 2)")
     p.add_argument("--ab", nargs=2, metavar=("VARIANT_A", "VARIANT_B"),
                    help="alternate runs A/B/A/B over two variants, e.g. tail=split tail=full")
@@ -48,6 +50,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer sizes, k=11, 10 us samples")
     p.add_argument("--target-us", type=float, default=20.0, help="sample length (default 20)")
     p.add_argument("--cpu", type=int, help="CPU to pin to (default: the last allowed)")
+    p.add_argument("--stack-offset", type=int,
+                   help="page offset of the stack at each call (default 2560; -1: as it is)")
     p.add_argument("--key-len", type=int, default=16, choices=(16, 24, 32))
     p.add_argument("--aad-len", type=int, default=13)
     p.add_argument("--data", default="data", help="results root (default data/)")
@@ -80,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     res = run(
         args.sweep,
         backends=args.backends.split(",") if args.backends else None,
-        sizes=args.sizes, k=args.k, runs=args.runs, ab=tuple(args.ab) if args.ab else None,
+        sizes=args.sizes, k=args.k, passes=args.passes, runs=args.runs,
+        ab=tuple(args.ab) if args.ab else None,
         variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,
-        cpu=args.cpu, key_len=args.key_len, aad_len=args.aad_len,
+        cpu=args.cpu, stack_offset=args.stack_offset, key_len=args.key_len, aad_len=args.aad_len,
         progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
         samples=not args.no_samples, libcrypto=args.libcrypto,
     )

@@ -12,8 +12,10 @@ kernel is entered through a pointer with its arguments in registers, as a real c
 Python makes one ctypes call per *sample*, never per operation.
 
 Also in the module: ``vgb_tsc`` (for the TSC calibration), ``vgb_empty`` (an empty function of
-the seal signature: the overhead case) and ``vgb_copy_ip`` (memcpy the pieces into the output,
-then seal in place through a pointer: what a caller like rustls writes).
+the seal signature: the overhead case), ``vgb_clock`` (CLOCK_ADDS dependent adds, one cycle
+each: with the overhead case it gives the core clock during a chunk) and ``vgb_copy_ip``
+(memcpy the pieces into the output, then seal in place through a pointer: what a caller like
+rustls writes).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import functools
 import math
 import os
 import statistics
+import struct
 import sys
 import time
 import warnings
@@ -33,6 +36,9 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import abi, jit
+
+CLOCK_ADDS = 2000  # dependent adds in vgb_clock
+STACK_OFFSET = 2560  # page offset of the stack pointer at each timed call (see _place_stack)
 
 i32 = ir.IntType(32)
 i64 = ir.IntType(64)
@@ -128,16 +134,41 @@ def _as_callee(fp: ir.Value, fnty: ir.FunctionType) -> ir.Value:
     return _Callee(fp, fnty)  # type: ignore[return-value]
 
 
+def _declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name=name)
+
+
+def _place_stack(module: ir.Module, b: ir.IRBuilder, page_offset: ir.Value) -> ir.Value:
+    """Move the stack pointer so it sits at ``page_offset`` within a page (when >= 0): the
+    callee's frame then lands at the same page offset in every process.  ASLR otherwise puts
+    it anywhere, and a kernel's stack stores 4K-alias its data loads differently from one
+    process to the next (a 16-byte seal took 28.7 ns in one process, 42 ns in another).
+    A scan of 100 cases over offsets 0..4032 (with cases.py's buffer offsets) found 300..1400
+    bad (up to +80%) and 1792..3200 flat (within ~1%); STACK_OFFSET sits in the middle.
+    Returns the saved stack, for llvm.stackrestore."""
+    saved = b.call(_declare(module, "llvm.stacksave.p0", ptr, []), [])
+    sp = b.ptrtoint(saved, i64)
+    want = b.icmp_signed(">=", page_offset, _c(0))
+    pad = b.select(want, b.and_(b.sub(sp, page_offset), _c(4095)), _c(0))
+    room = b.alloca(ir.IntType(8), size=pad, name="stack_pad")
+    room.align = 16
+    room.type = ptr  # opaque pointers (llvmlite types allocas as typed ones)
+    b.asm(ir.FunctionType(void, [ptr]), "", "r,~{memory}", [room], True)  # keep the alloca
+    return saved
+
+
 def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, ...]]) -> None:
     # run: the timed loop
-    f = ir.Function(module, ir.FunctionType(i64, [ptr, i64]), name=f"vgb_run_{kind}")
+    f = ir.Function(module, ir.FunctionType(i64, [ptr, i64, i64]), name=f"vgb_run_{kind}")
     f.attributes.add("noinline")
     f.attributes.add("nounwind")
-    a, n = f.args
+    a, n, stack_off = f.args
     entry = f.append_basic_block("entry")
     loop = f.append_basic_block("loop")
     done = f.append_basic_block("done")
     b = ir.IRBuilder(entry)
+    saved = _place_stack(module, b, stack_off)
     t0 = _tsc(b, start=True)
     b.cbranch(b.icmp_unsigned("==", n, _c(0)), done, loop)
     b.position_at_end(loop)
@@ -150,6 +181,7 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     b.cbranch(b.icmp_unsigned("<", nxt, n), loop, done)
     b.position_at_end(done)
     t1 = _tsc(b, start=False)
+    b.call(_declare(module, "llvm.stackrestore.p0", void, [ptr]), [saved])
     b.ret(b.sub(t1, t0))
 
     # call: one call, for checks
@@ -170,6 +202,15 @@ def _emit_helpers(module: ir.Module) -> None:
     f.attributes.add("noinline")
     b = ir.IRBuilder(f.append_basic_block("entry"))
     b.ret(ir.Constant(i32, 0))
+
+    # A chain of dependent adds (1 cycle latency each on every x86-64 core): its time minus the
+    # empty call's is CLOCK_ADDS core cycles, so it measures the core clock next to the cases.
+    f = ir.Function(module, seal_ty, name="vgb_clock")
+    f.attributes.add("noinline")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    chain = b.asm(ir.FunctionType(i64, [i64]), f".rept {CLOCK_ADDS}\n\taddq $$1, $0\n\t.endr",
+                  "=r,0", [_c(0)], True)
+    b.ret(b.trunc(b.and_(chain, _c(0)), i32))
 
     # copy_ip(seal, ctx, nonce, nl, aad, al, pieces, n_pieces, out, tag): a non-inlined
     # function taking the pieces, as a caller writes it: memcpy each, then seal in place.
@@ -289,12 +330,42 @@ class Case:
     py_call: Callable[[], object] | None = None  # Python-level case (e.g. cryptography)
     keep: list[object] = field(default_factory=list, repr=False)  # buffers the slots point into
     _block: ctypes.Array | None = field(default=None, repr=False)
+    _block_at: int | None = field(default=None, repr=False)
 
-    def block(self) -> ctypes.Array:
+    def place_block(self, addr: int, room: int) -> None:
+        """Keep the argument block at ``addr`` (a placed buffer of ``room`` bytes) instead of
+        wherever malloc puts it: it is loaded on every call, so its page offset matters too."""
+        if room < 8 * len(self.slots):
+            raise ValueError("argument block does not fit")
+        data = struct.pack(f"<{len(self.slots)}Q", *[s & (2**64 - 1) for s in self.slots])
+        ctypes.memmove(addr, data, len(data))
+        self._block_at = addr
+
+    def address(self) -> int:
+        """Address of the argument block (slot 0: the function; then its arguments)."""
+        if self._block_at is not None:
+            return self._block_at
         if self._block is None:
             self._block = (ctypes.c_uint64 * len(self.slots))(*[s & (2**64 - 1)
                                                                 for s in self.slots])
-        return self._block
+        return ctypes.addressof(self._block)
+
+
+@dataclass
+class Timing:
+    """A chunk's measurements plus its probes: the empty call (the driver's overhead) and the
+    add chain (the core clock)."""
+
+    results: list[Measurement]
+    overhead: Measurement | None = None
+    clock: Measurement | None = None
+
+    def core_hz(self, tsc_hz: float) -> float | None:
+        """Core cycles per second during the chunk (from the fastest samples)."""
+        if self.overhead is None or self.clock is None:
+            return None
+        ticks = min(self.clock.ticks) - min(self.overhead.ticks)
+        return CLOCK_ADDS * tsc_hz / ticks if ticks > 0 else None
 
 
 @dataclass
@@ -322,17 +393,20 @@ def summarise(ticks: Sequence[float], tsc_hz: float) -> dict[str, float]:
 class Driver:
     """The compiled driver plus this process's TSC rate and CPU pinning."""
 
-    def __init__(self, cpu: int | None = None, pin_cpu: bool = True):
+    def __init__(self, cpu: int | None = None, pin_cpu: bool = True,
+                 stack_offset: int = STACK_OFFSET):
         _init_llvm()
         self.library = jit.compile_ir("vg_bench_driver", driver_ir(), host_llvm_features())
         self._run: dict[str, Callable[[int, int], int]] = {}
         self._call: dict[str, Callable[[int], int]] = {}
         for kind in kinds():
-            self._run[kind] = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)(
+            self._run[kind] = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
+                                               ctypes.c_int64)(
                 self.library.address(f"vgb_run_{kind}"))
             self._call[kind] = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
                 self.library.address(f"vgb_call_{kind}"))
         self.read_tsc = ctypes.CFUNCTYPE(ctypes.c_uint64)(self.library.address("vgb_tsc"))
+        self.stack_offset = stack_offset  # page offset of the stack at the call; -1: as it is
         self.pinned_cpu = pin(cpu) if pin_cpu else None
         self.kernel_tsc_khz = _kernel_tsc_khz()
         self.tsc_hz = calibrate_tsc(self.read_tsc)
@@ -344,17 +418,21 @@ class Driver:
         """The overhead case: vgb_empty through the seal path (same loop, same loads)."""
         return Case({"op": "empty"}, "seal", [self.address("vgb_empty")] + [0] * 8)
 
+    def clock_case(self) -> Case:
+        """The clock probe: vgb_clock through the same path."""
+        return Case({"op": "clock"}, "seal", [self.address("vgb_clock")] + [0] * 8)
+
     def call(self, case: Case) -> int:
         """One call of a native case; its return value (0 for void kernels)."""
         if case.kind is None:
             case.py_call()  # type: ignore[misc]
             return 0
-        return self._call[case.kind](ctypes.addressof(case.block()))
+        return self._call[case.kind](case.address())
 
     def sample(self, case: Case, batch: int) -> int:
         """Ticks for ``batch`` calls of the case."""
         if case.kind is not None:
-            return self._run[case.kind](ctypes.addressof(case.block()), batch)
+            return self._run[case.kind](case.address(), batch, self.stack_offset)
         f = case.py_call
         t0 = time.perf_counter_ns()
         for _ in range(batch):
@@ -374,11 +452,14 @@ class Driver:
         return max(1, math.ceil(batch * target_ticks * 1.05 / max(t, 1)))
 
     def measure(self, cases: Sequence[Case], k: int = 33, target_ns: float = 20_000.0,
-                overhead: bool = True, trace: list[tuple[int, int]] | None = None
-                ) -> tuple[list[Measurement], Measurement | None]:
+                probes: bool = True, trace: list[tuple[int, int]] | None = None) -> Timing:
         """Time the cases round-robin: k rounds, each taking one sample of every case in turn,
-        so drift hits all alike.  Returns per case measurements and the overhead case's."""
-        all_cases = ([self.empty_case()] if overhead else []) + list(cases)
+        so drift hits all alike.  With ``probes`` the empty call and the clock probe go first in
+        every round.  ``trace`` gets (round, case index) per sample (probes: -1 empty,
+        -2 clock)."""
+        extra = [self.empty_case(), self.clock_case()] if probes else []
+        ids = [-1, -2][: len(extra)] + list(range(len(cases)))
+        all_cases = extra + list(cases)
         target = target_ns * self.tsc_hz / 1e9
         batches = [self.calibrate(c, target) for c in all_cases]
         samples: list[list[float]] = [[] for _ in all_cases]
@@ -386,18 +467,22 @@ class Driver:
             for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
                 samples[j].append(self.sample(c, n) / n)
                 if trace is not None:
-                    trace.append((r, j - (1 if overhead else 0)))
+                    trace.append((r, ids[j]))
         ms = [Measurement(c.label, n, s) for c, n, s in zip(all_cases, batches, samples,
                                                             strict=True)]
-        return (ms[1:], ms[0]) if overhead else (ms, None)
+        if probes:
+            return Timing(ms[2:], ms[0], ms[1])
+        return Timing(ms)
 
     def meta(self) -> dict[str, object]:
         return {"tsc_hz": self.tsc_hz, "kernel_tsc_khz": self.kernel_tsc_khz,
+                "stack_offset": self.stack_offset,
                 "pinned_cpu": self.pinned_cpu, "pid": os.getpid(),
                 "python": sys.version.split()[0]}
 
 
 @functools.cache
-def driver(cpu: int | None = None) -> Driver:
-    """This process's driver (compiled, calibrated and pinned once)."""
-    return Driver(cpu)
+def driver(cpu: int | None = None, pin: bool = True) -> Driver:
+    """This process's driver (compiled, calibrated and pinned once).  Set ``stack_offset`` on
+    it to move the stack (-1: leave it where the process has it)."""
+    return Driver(cpu, pin_cpu=pin)

@@ -1,25 +1,27 @@
-"""Executing a job (chunks of cases) in this process or in a worker process per peer mask.
+"""Measuring chunks in this process or in a worker process (one per OpenSSL mask).
 
-A *chunk* is a set of cases timed together, interleaved round-robin (typically every op and
-shape at one size of one backend).  A *job* is the chunks one process measures.  ``execute``
-yields events (plain JSON-able dicts), so the same code runs in-process and in
-``python -m vgkernels.bench.worker``, which prints them as JSON lines:
+A *chunk* is a set of cases timed together, interleaved round-robin (every op and shape at one
+size of one backend).  A ``Session`` measures chunks in the process it lives in; a ``Worker``
+is a session behind a pipe (``python -m vgkernels.bench.worker``), started with its own
+environment (``OPENSSL_ia32cap`` is read once, when libcrypto loads).  Workers live for the
+whole sweep and take one chunk at a time, so the sweep can spread each case's samples over
+passes across the whole run.  Sessions speak in events (plain JSON-able dicts):
 
 * ``{"type": "meta", "process": {...}}``: TSC rate, pinned CPU, OpenSSL info of the process;
 * ``{"type": "skip", "message": ...}``: something did not run (a peer, an op); the rest did;
 * ``{"type": "error", "message": ...}``: a case gave a wrong result (never timed);
-* ``{"type": "chunk", "index", "run", "timestamp", "overhead", "results"}``: one chunk's
-  samples (``results[i] = {"label", "batch", "ticks"}``, ticks per operation).
+* ``{"type": "chunk", "index", "run", "pass", "timestamp", "overhead", "core_hz", "results"}``:
+  one chunk's samples (``results[i] = {"label", "batch", "ticks"}``, ticks per operation).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,108 +32,136 @@ from .cases import OPENSSL_OPS, PY_OPS, Builder, CaseSpec, KernelError, Skip
 class Chunk:
     run: int
     specs: list[CaseSpec]
-    index: int = 0
+    index: int = 0  # position in the sweep's plan (the same in every run and pass)
+    k: int = 33  # samples per case in this chunk
+    pass_: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "index": self.index, "k": self.k, "pass": self.pass_,
+                "specs": [s.to_dict() for s in self.specs]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        return cls(d["run"], [CaseSpec.from_dict(s) for s in d["specs"]], d["index"], d["k"],
+                   d["pass"])
 
 
 @dataclass
-class Job:
-    chunks: list[Chunk]
-    k: int = 33
+class Settings:
+    """How a session measures (the same for all its chunks)."""
+
     target_ns: float = 20_000.0
     cpu: int | None = None
-    verify: bool = True
+    pin: bool = True  # pin the measuring process to one CPU
+    verify: bool = True  # check every case's output before timing it
     libcrypto: str | None = None
+    stack_offset: int | None = None  # page offset of the stack at each call (None: default)
+    openssl: bool = False  # load the OpenSSL peer up front (its info goes in the meta event)
     env: dict[str, str] = field(default_factory=dict)  # for a worker: e.g. OPENSSL_ia32cap
 
-    def to_json(self) -> str:
-        return json.dumps({
-            "chunks": [{"run": c.run, "index": c.index, "specs": [s.to_dict() for s in c.specs]}
-                       for c in self.chunks],
-            "k": self.k, "target_ns": self.target_ns, "cpu": self.cpu, "verify": self.verify,
-            "libcrypto": self.libcrypto, "env": self.env})
 
-    @classmethod
-    def from_json(cls, text: str) -> Job:
-        d = json.loads(text)
-        chunks = [Chunk(c["run"], [CaseSpec.from_dict(s) for s in c["specs"]], c["index"])
-                  for c in d.pop("chunks")]
-        return cls(chunks, **d)
+class Session:
+    """Measures chunks in this process."""
 
+    def __init__(self, settings: Settings):
+        from .driver import driver
 
-def process_meta(builder: Builder, want_openssl: bool) -> dict[str, Any]:
-    """What this process knows about itself: TSC, pinning, the OpenSSL it loaded."""
-    from . import peers
+        self.settings = settings
+        self.driver = driver(settings.cpu, settings.pin)
+        if settings.stack_offset is not None:
+            self.driver.stack_offset = settings.stack_offset
+        self.builder = Builder(self.driver, verify=settings.verify, libcrypto=settings.libcrypto)
+        self.openssl_error: str | None = None
+        self._told: set[str] = set()
 
-    meta: dict[str, Any] = dict(builder.driver.meta())
-    meta["ia32cap"] = os.environ.get("OPENSSL_ia32cap")
-    if want_openssl:
-        try:
-            info = builder.openssl().info
+    def start(self) -> list[dict[str, Any]]:
+        from . import peers
+
+        events: list[dict[str, Any]] = []
+        if self.settings.openssl:
+            try:
+                self.builder.openssl()
+            except peers.PeerUnavailable as e:
+                self.openssl_error = str(e)
+                events.append(self._skip(str(e)))
+        events.append({"type": "meta", "process": self.meta()})
+        return events
+
+    def meta(self) -> dict[str, Any]:
+        """What this process knows about itself: TSC, pinning, the OpenSSL it loaded."""
+        from . import peers
+
+        meta: dict[str, Any] = dict(self.driver.meta())
+        meta["ia32cap"] = os.environ.get("OPENSSL_ia32cap")
+        if self.settings.openssl and self.openssl_error is None:
+            info = self.builder.openssl().info
             meta.update(openssl_lib=info.path, openssl_version=info.version,
                         ia32cap_effective=(f"0x{info.caps[0]:x}:0x{info.caps[1]:x}"
                                            if info.caps else None),
                         openssl_path=info.gcm_path)
-        except peers.PeerUnavailable:
-            pass
-    meta["cryptography_openssl"] = peers.cryptography_version()
-    return meta
+        meta["cryptography_openssl"] = peers.cryptography_version()
+        return meta
 
+    def _skip(self, msg: str) -> dict[str, Any]:
+        self._told.add(msg)
+        return {"type": "skip", "message": msg}
 
-def execute(job: Job) -> Iterator[dict[str, Any]]:
-    """Measure a job's chunks in this process; yields events (see the module docstring)."""
-    from . import peers
-    from .driver import driver
+    def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        from . import peers
 
-    drv = driver(job.cpu)
-    builder = Builder(drv, verify=job.verify, libcrypto=job.libcrypto)
-    want_openssl = any(s.op in OPENSSL_OPS for c in job.chunks for s in c.specs)
-    openssl_error: str | None = None
-    if want_openssl:
-        try:
-            builder.openssl()
-        except peers.PeerUnavailable as e:
-            openssl_error = str(e)
-            yield {"type": "skip", "message": openssl_error}
-    yield {"type": "meta", "process": process_meta(builder, want_openssl)}
-    told: set[str] = set()
-    for chunk in job.chunks:
+        events: list[dict[str, Any]] = []
         cases = []
         for spec in chunk.specs:
-            if spec.op in OPENSSL_OPS and openssl_error:
+            if spec.op in OPENSSL_OPS and self.openssl_error:
                 continue
             try:
-                cases.append(builder.build(spec))
+                cases.append(self.builder.build(spec))
+            except peers.PeerUnavailable as e:
+                self.openssl_error = str(e)
+                events.append(self._skip(str(e)))
             except Skip as e:
-                if str(e) not in told:
-                    told.add(str(e))
-                    yield {"type": "skip", "message": str(e)}
+                if str(e) not in self._told:
+                    events.append(self._skip(str(e)))
             except KernelError as e:
-                yield {"type": "error", "message": str(e), "label": spec.label()}
+                events.append({"type": "error", "message": str(e), "label": spec.label()})
             except ImportError as e:
-                if spec.op in PY_OPS:
-                    msg = f"cryptography peer skipped: {e}"
-                    if msg not in told:
-                        told.add(msg)
-                        yield {"type": "skip", "message": msg}
-                else:
+                if spec.op not in PY_OPS:
                     raise
-        ms, ov = drv.measure(cases, k=job.k, target_ns=job.target_ns)
-        yield {
-            "type": "chunk", "index": chunk.index, "run": chunk.run,
+                msg = f"cryptography peer skipped: {e}"
+                if msg not in self._told:
+                    events.append(self._skip(msg))
+        t = self.driver.measure(cases, k=chunk.k, target_ns=self.settings.target_ns)
+        ov = t.overhead
+        events.append({
+            "type": "chunk", "index": chunk.index, "run": chunk.run, "pass": chunk.pass_,
             "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
             "overhead": {"batch": ov.batch, "ticks": ov.ticks} if ov else None,
-            "results": [{"label": m.label, "batch": m.batch, "ticks": m.ticks} for m in ms],
-        }
+            "core_hz": t.core_hz(self.driver.tsc_hz),
+            "results": [{"label": m.label, "batch": m.batch, "ticks": m.ticks}
+                        for m in t.results],
+        })
+        return events
+
+    def close(self, kill: bool = False) -> None:
+        pass
 
 
 def worker_main() -> int:
-    """``python -m vgkernels.bench.worker``: a job as JSON on stdin, events as JSON lines."""
+    """``python -m vgkernels.bench.worker``: Settings as the first JSON line on stdin, then one
+    chunk per line; answers with events as JSON lines, each batch ended by ``{"type": "end"}``.
+    """
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed (by Python or C) goes to stderr, not the protocol
-    try:
-        job = Job.from_json(sys.stdin.read())
-        for ev in execute(job):
+
+    def send(events: list[dict[str, Any]]) -> None:
+        for ev in [*events, {"type": "end"}]:
             out.write(json.dumps(ev) + "\n")
+
+    try:
+        session = Session(Settings(**json.loads(sys.stdin.readline())))
+        send(session.start())
+        for line in sys.stdin:
+            send(session.chunk(Chunk.from_dict(json.loads(line))))
     except KeyboardInterrupt:
         return 130
     return 0
@@ -141,42 +171,55 @@ class WorkerDied(RuntimeError):
     pass
 
 
-def run_job(job: Job, isolate: bool) -> Iterator[dict[str, Any]]:
-    """Events of a job, run in this process or in a worker with ``job.env`` set (a worker is
-    killed when the consumer stops early, e.g. on KeyboardInterrupt)."""
-    if not isolate:
-        yield from execute(job)
-        return
-    env = {**os.environ, **job.env}
-    for key, val in job.env.items():
-        if val is None:  # pragma: no cover - explicit unset
-            env.pop(key, None)
-    proc = subprocess.Popen([sys.executable, "-m", "vgkernels.bench.worker"], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(job.to_json())
-        proc.stdin.close()
-        for line in proc.stdout:
-            yield json.loads(line)
-        rc = proc.wait()
-        if rc != 0:
-            raise WorkerDied(f"worker (env {job.env}) exited with {_describe_rc(rc)}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+class Worker:
+    """A Session in a child process with ``settings.env`` added to its environment."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        env = {**os.environ, **settings.env}
+        self.proc = subprocess.Popen([sys.executable, "-m", "vgkernels.bench.worker"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     bufsize=1)
+
+    def _talk(self, line: str) -> list[dict[str, Any]]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # reported below
+        events = []
+        for raw in self.proc.stdout:
+            ev = json.loads(raw)
+            if ev["type"] == "end":
+                return events
+            events.append(ev)
+        raise WorkerDied(f"worker (env {self.settings.env}) exited with "
+                         f"{_describe_rc(self.proc.wait())}")
+
+    def start(self) -> list[dict[str, Any]]:
+        return self._talk(json.dumps(asdict(self.settings)))
+
+    def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        return self._talk(json.dumps(chunk.to_dict()))
+
+    def close(self, kill: bool = False) -> None:
+        if self.proc.poll() is None and kill:
+            self.proc.kill()
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
 
 
 def _describe_rc(rc: int) -> str:
     if rc < 0:
-        import signal
-
         try:
             return f"signal {signal.Signals(-rc).name}"
         except ValueError:
             return f"signal {-rc}"
     return f"status {rc}"
-
-
-

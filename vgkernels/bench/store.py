@@ -1,63 +1,107 @@
 """Results as tidy DataFrames, and on disk as Parquet + CSV under ``<data>/<host>/``.
 
 Summary frame (one row per case and run): metadata, the case's labels (see
-vgkernels.bench.cases), and ``k``, ``batch``, ``min_ticks``, ``median_ticks``, ``min_ns``,
+vgkernels.bench.cases), and ``k`` (samples, over ``passes`` passes), ``batch`` (of the first
+pass), ``min_ticks``, ``median_ticks``, ``min_ns``,
 ``median_ns``, ``spread`` (relative interquartile range of the k samples),
 ``ticks_per_byte`` (min_ticks / bytes), ``overhead_ticks`` / ``overhead_ns`` (the driver's
-empty-call cost, measured in the same chunk; not subtracted).
+empty-call cost, measured in the same chunk; not subtracted), ``core_ghz`` (the core clock
+during the chunk, from a chain of dependent adds).
 
 Samples frame (one row per sample; what vgkernels.analysis consumes): run_id, run, impl,
-backend, variant, op, shape, pieces, aligned, n, bytes, blocks, batch, sample, ticks, ns
+backend, variant, op, shape, pieces, aligned, n, bytes, blocks, pass, batch, sample, ticks, ns
 (ticks and ns per operation).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from .cases import VARIANT_PARAMS
 from .driver import summarise
 
-LABEL_COLS = ["impl", "backend", "variant", "tail", "group", "stitch_min", "op", "shape",
-              "pieces", "aligned", "n", "bytes", "blocks", "key_bytes", "aad_bytes"]
+LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
+              "n", "bytes", "blocks", "key_bytes", "aad_bytes"]
 RUN_COLS = ["run_id", "sweep", "run", "timestamp"]
 HOST_COLS = ["host", "cpu_model", "cpu_flags", "llvm_cpu", "kernel_version", "llvmlite_version",
              "llvm_version", "openssl_version", "cryptography_openssl", "python_version"]
-STAT_COLS = ["k", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
-             "ticks_per_byte", "overhead_ticks", "overhead_ns"]
-PROC_COLS = ["tsc_hz", "pinned_cpu", "ia32cap", "ia32cap_effective", "openssl_path"]
+STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
+             "ticks_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
+PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effective",
+             "openssl_path"]
 SUMMARY_COLS = RUN_COLS + LABEL_COLS + STAT_COLS + HOST_COLS + PROC_COLS
 SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", "op", "shape", "pieces", "aligned",
-               "n", "bytes", "blocks", "batch", "sample", "ticks", "ns"]
-_INT_COLS = ["group", "stitch_min", "run", "n", "bytes", "blocks", "key_bytes", "aad_bytes", "k",
-             "batch", "pinned_cpu", "sample"]
+               "n", "bytes", "blocks", "pass", "batch", "sample", "ticks", "ns"]
+_INT_COLS = ["run", "n", "bytes", "blocks", "key_bytes", "aad_bytes", "k", "passes", "batch",
+             "pinned_cpu", "stack_offset", "pass", "sample"]
 
 
-def chunk_rows(event: dict[str, Any], common: dict[str, Any], proc: dict[str, Any]
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Summary and sample rows of one chunk event."""
-    tsc_hz = float(proc["tsc_hz"])
-    scale = 1e9 / tsc_hz
-    ov = event.get("overhead")
-    ov_ticks = min(ov["ticks"]) if ov else None
-    base = {**common, "run": event["run"], "timestamp": event["timestamp"],
-            **{c: proc.get(c) for c in PROC_COLS}}
-    summary, samples = [], []
-    for r in event["results"]:
-        lab, ticks = r["label"], r["ticks"]
-        st = summarise(ticks, tsc_hz)
-        summary.append({**base, **lab, "k": len(ticks), "batch": r["batch"], **st,
-                        "ticks_per_byte": st["min_ticks"] / lab["bytes"] if lab["bytes"] else None,
-                        "overhead_ticks": ov_ticks,
-                        "overhead_ns": ov_ticks * scale if ov_ticks is not None else None})
-        for i, t in enumerate(ticks):
-            samples.append({"run_id": common["run_id"], "run": event["run"],
-                            **{c: lab[c] for c in SAMPLE_COLS if c in lab}, "batch": r["batch"],
-                            "sample": i, "ticks": t, "ns": t * scale})
-    return summary, samples
+def _case_row(base: dict[str, Any], lab: dict[str, Any], ticks: list[float], batch: int,
+              ov_ticks: float | None, core_hz: float | None, passes: int, tsc_hz: float
+              ) -> dict[str, Any]:
+    st = summarise(ticks, tsc_hz)
+    return {**base, **lab, "k": len(ticks), "passes": passes, "batch": batch, **st,
+            "ticks_per_byte": st["min_ticks"] / lab["bytes"] if lab["bytes"] else None,
+            "overhead_ticks": ov_ticks,
+            "overhead_ns": ov_ticks * 1e9 / tsc_hz if ov_ticks is not None else None,
+            "core_ghz": core_hz / 1e9 if core_hz else None}
+
+
+class Accumulator:
+    """Collects chunk events (from every pass) into summary and sample rows.  A case's row
+    summarises all its samples, whichever passes they came from."""
+
+    def __init__(self, common: dict[str, Any], keep_samples: bool = True):
+        self.common = common
+        self.keep_samples = keep_samples
+        self.samples: list[dict[str, Any]] = []
+        self._cases: dict[tuple, dict[str, Any]] = {}
+
+    def add(self, event: dict[str, Any], proc: dict[str, Any]) -> list[dict[str, Any]]:
+        """Take one chunk event; returns that chunk's own summary rows (for callbacks)."""
+        tsc_hz = float(proc["tsc_hz"])
+        ov = event.get("overhead")
+        ov_ticks = min(ov["ticks"]) if ov else None
+        base = {**self.common, "run": event["run"], "timestamp": event["timestamp"],
+                **{c: proc.get(c) for c in PROC_COLS}}
+        rows = []
+        for r in event["results"]:
+            lab, ticks = r["label"], r["ticks"]
+            rows.append(_case_row(base, lab, ticks, r["batch"], ov_ticks, event.get("core_hz"),
+                                  1, tsc_hz))
+            key = (event["run"], event["index"], tuple(sorted(lab.items())))
+            acc = self._cases.setdefault(key, {"base": base, "label": lab, "ticks": [],
+                                               "batch": r["batch"], "ov": [], "core": [],
+                                               "passes": 0, "tsc_hz": tsc_hz})
+            first = len(acc["ticks"])
+            acc["ticks"].extend(ticks)
+            acc["passes"] += 1
+            if ov_ticks is not None:
+                acc["ov"].append(ov_ticks)
+            if event.get("core_hz"):
+                acc["core"].append(event["core_hz"])
+            if self.keep_samples:
+                for i, t in enumerate(ticks):
+                    self.samples.append({
+                        "run_id": self.common["run_id"], "run": event["run"],
+                        **{c: lab[c] for c in SAMPLE_COLS if c in lab}, "pass": event["pass"],
+                        "batch": r["batch"], "sample": first + i, "ticks": t,
+                        "ns": t * 1e9 / tsc_hz})
+        return rows
+
+    def summary(self) -> list[dict[str, Any]]:
+        out = []
+        for acc in self._cases.values():
+            ov = min(acc["ov"]) if acc["ov"] else None
+            core = statistics.median(acc["core"]) if acc["core"] else None
+            out.append(_case_row(acc["base"], acc["label"], acc["ticks"], acc["batch"], ov, core,
+                                 acc["passes"], acc["tsc_hz"]))
+        return out
 
 
 def frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
@@ -66,8 +110,14 @@ def frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     for c in _INT_COLS:
         if c in df.columns:
             df[c] = df[c].astype("Int64")
-    if "aligned" in df.columns:
-        df["aligned"] = df["aligned"].astype("boolean")
+    for c in ["aligned", *VARIANT_PARAMS]:  # variant parameters: nullable bool / int
+        if c not in df.columns:
+            continue
+        vals = df[c].dropna()
+        if len(vals) and all(isinstance(v, bool) for v in vals):
+            df[c] = df[c].astype("boolean")
+        elif len(vals) and all(isinstance(v, int) for v in vals):
+            df[c] = df[c].astype("Int64")
     return df
 
 

@@ -26,8 +26,8 @@ import pandas as pd
 from ..backends import BY_NAME, Backend, Variant, availability, get, usable
 from . import meta as meta_mod
 from . import store
-from .cases import CaseSpec
-from .runner import Chunk, Job, WorkerDied, run_job
+from .cases import VARIANT_PARAMS, CaseSpec, variant_params
+from .runner import Chunk, Session, Settings, Worker, WorkerDied
 
 Ops = list[tuple[str, str]]  # (op, shape)
 
@@ -126,22 +126,29 @@ SWEEPS: dict[str, SweepDef] = {s.name: s for s in (
 
 
 def parse_variant(text: str | Variant | None) -> Variant:
-    """A Variant from ``"tail=split,group=8,stitch_min=16"`` (``"split"`` / ``"full"`` alone
-    name the tail)."""
+    """A Variant from ``"tail=split,group=8,stitch_min=16,skew=6,karatsuba=1"``; ``split`` /
+    ``full`` alone name the tail, ``karatsuba`` alone switches it on."""
     if isinstance(text, Variant):
         return text
     if not text:
         return Variant()
+    types = {f.name: str(f.type) for f in dataclasses.fields(Variant)}
     kw: dict[str, Any] = {}
     for part in text.split(","):
         part = part.strip()
         if part in ("split", "full"):
             kw["tail"] = part
             continue
-        key, _, val = part.partition("=")
-        if key not in ("tail", "group", "stitch_min"):
-            raise ValueError(f"unknown variant parameter {key!r} in {text!r}")
-        kw[key] = val if key == "tail" else int(val)
+        key, eq, val = part.partition("=")
+        if key not in VARIANT_PARAMS:
+            raise ValueError(f"unknown variant parameter {key!r} in {text!r}; known: "
+                             f"{', '.join(VARIANT_PARAMS)}")
+        if "bool" in types[key]:
+            kw[key] = (val.lower() in ("1", "true", "yes", "on")) if eq else True
+        elif "int" in types[key]:
+            kw[key] = int(val)
+        else:
+            kw[key] = val
     return Variant(**kw)
 
 
@@ -165,7 +172,7 @@ def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: i
 def _with_variant(spec: CaseSpec, v: Variant) -> CaseSpec:
     if spec.impl != "vgkernels":
         return spec
-    return dataclasses.replace(spec, tail=v.tail, group=v.group, stitch_min=v.stitch_min)
+    return dataclasses.replace(spec, vparams=variant_params(v))
 
 
 @dataclass
@@ -194,6 +201,7 @@ def run(
     backends: Sequence[str] | None = None,
     sizes: Sequence[int] | None = None,
     k: int = 33,
+    passes: int = 3,
     runs: int | None = None,
     ab: tuple[Variant | str, Variant | str] | None = None,
     variant: Variant | str | None = None,
@@ -201,6 +209,8 @@ def run(
     quick: bool = False,
     target_us: float = 20.0,
     cpu: int | None = None,
+    pin: bool = True,
+    stack_offset: int | None = None,
     key_len: int = 16,
     aad_len: int = 13,
     refine: bool = True,
@@ -216,10 +226,16 @@ def run(
 ) -> SweepResult:
     """Run a named sweep (see ``SWEEPS``) and return its tidy results.
 
+    Every case gets ``k`` samples, taken in ``passes`` passes over the whole sweep (pass-major
+    order), so a state that lasts a while (the host busy, one unlucky build of a case's buffers)
+    cannot shift a case's minimum: it would have to last through every pass.
     ``runs``: repetitions (run ids 0..runs-1); with ``ab=(A, B)`` the runs alternate A, B, A, B
     (``runs`` counts the A/B pairs, default 2).  ``peers``: add OpenSSL and cryptography cases
     (default: per sweep); peers run in one worker process per backend with OPENSSL_ia32cap
     masked to that backend's features (``isolate`` forces or forbids worker processes).
+    ``pin``: pin the measuring process to one CPU (``cpu``, default the last allowed).
+    ``stack_offset``: page offset of the stack pointer at each timed call (default
+    driver.STACK_OFFSET; -1 leaves it where the process has it: see cases.py on 4K aliasing).
     ``on_chunk(done, rows)`` is called after every chunk (raise KeyboardInterrupt in it to stop:
     the rows measured so far are kept and written).  ``quick``: fewer sizes, k = 11, 10 us.
     """
@@ -258,74 +274,92 @@ def run(
 
     host = meta_mod.host_meta(libcrypto)
     common = {"run_id": run_id, "sweep": sweep, **host}
+    passes = max(1, min(passes, k))
+    k_per = [k // passes + (1 if i < k % passes else 0) for i in range(passes)]
     meta: dict[str, Any] = {
         **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": {
-            "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "target_us": target_us,
-            "variants": [v.tag() for v in variants], "peers": peers, "key_len": key_len,
-            "aad_len": aad_len, "isolate": isolate}, "processes": {}}
-    summary_rows: list[dict[str, Any]] = []
-    sample_rows: list[dict[str, Any]] = []
+            "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "passes": passes,
+            "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
+            "peers": peers, "key_len": key_len, "aad_len": aad_len, "isolate": isolate,
+            "stack_offset": stack_offset}, "processes": {}}
+    acc = store.Accumulator(common, samples)
+    sessions: dict[str, Session | Worker] = {}
+    procs: dict[str, dict[str, Any]] = {}
+    dead: set[str] = set()
     interrupted = False
     done = 0
 
-    def execute(size_plan: dict[str, list[int]]) -> None:
+    def handle(be: Backend, events: list[dict[str, Any]]) -> None:
         nonlocal done
-        jobs = []
-        for be in chosen:
-            if not size_plan.get(be.name):
-                continue
-            chunks, idx = [], 0
-            base = plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len)
-            for r, v in enumerate(variants):
-                for specs in base:
-                    chunks.append(Chunk(r, [_with_variant(s, v) for s in specs], idx))
-                    idx += 1
+        for ev in events:
+            if ev["type"] == "meta":
+                procs[be.name] = ev["process"]
+                meta["processes"].setdefault(be.name, ev["process"])
+            elif ev["type"] == "skip":
+                note(ev["message"], skipped)
+            elif ev["type"] == "error":
+                note(ev["message"], errors)
+            elif ev["type"] == "chunk":
+                rows = acc.add(ev, procs[be.name])
+                done += 1
+                bar.step()
+                if on_chunk is not None:
+                    on_chunk(done, rows)
+
+    def session(be: Backend) -> Session | Worker:
+        """The backend's worker (masked OpenSSL) or the shared in-process session."""
+        s = sessions.get(be.name)
+        if s is None:
             env = {}
             if isolate and peers:
                 from .peers import ia32cap_mask
 
                 env["OPENSSL_ia32cap"] = ia32cap_mask(be)
-            jobs.append((be, Job(chunks, k, target_us * 1000.0, cpu, verify, libcrypto, env)))
-        bar.add(sum(len(j.chunks) for _, j in jobs))
-        for be, job in jobs:
-            proc: dict[str, Any] = {}
+            settings = Settings(target_us * 1000.0, cpu, pin, verify, libcrypto, stack_offset,
+                                peers, env)
+            shared = None if isolate else next(iter(sessions.values()), None)
+            s = shared or (Worker(settings) if isolate else Session(settings))
+            handle(be, s.start())
+            sessions[be.name] = s
+        return s
+
+    def execute(size_plan: dict[str, list[int]], phase: int) -> None:
+        # pass-major order: every case's samples are spread over the whole sweep
+        plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len)
+                 for be in chosen if size_plan.get(be.name)}
+        order = [(p, r, be, i) for p in range(passes) for r in range(len(variants))
+                 for be in chosen if be.name in plans for i in range(len(plans[be.name]))]
+        bar.add(len(order))
+        for p, r, be, i in order:
+            if be.name in dead:
+                bar.step()
+                continue
+            specs = [_with_variant(x, variants[r]) for x in plans[be.name][i]]
             try:
-                for ev in run_job(job, isolate):
-                    if ev["type"] == "meta":
-                        proc = ev["process"]
-                        meta["processes"].setdefault(be.name, proc)
-                    elif ev["type"] == "skip":
-                        note(ev["message"], skipped)
-                    elif ev["type"] == "error":
-                        note(ev["message"], errors)
-                    elif ev["type"] == "chunk":
-                        s_rows, p_rows = store.chunk_rows(ev, common, proc)
-                        summary_rows.extend(s_rows)
-                        if samples:
-                            sample_rows.extend(p_rows)
-                        done += 1
-                        bar.step()
-                        if on_chunk is not None:
-                            on_chunk(done, s_rows)
+                s = session(be)
+                handle(be, s.chunk(Chunk(r, specs, phase * 100_000 + i, k_per[p], p)))
             except WorkerDied as e:
-                note(f"backend {be.name}: {e} after {done} chunks; its later chunks are "
-                     "missing", errors)
+                dead.add(be.name)
+                note(f"backend {be.name}: {e} while measuring {specs[0].n}-byte cases; its "
+                     "later chunks are missing", errors)
 
     try:
-        execute({be.name: sizes for be in chosen})
-        if refine and d.refine is not None and summary_rows:
-            extra = d.refine(store.frame(summary_rows, store.SUMMARY_COLS))
+        execute({be.name: sizes for be in chosen}, 0)
+        if refine and d.refine is not None and not dead:
+            extra = d.refine(store.frame(acc.summary(), store.SUMMARY_COLS))
             if extra:
                 meta["params"]["refined_sizes"] = extra
-                execute(extra)
+                execute(extra, 1)
     except KeyboardInterrupt:
         interrupted = True
-        note(f"interrupted: keeping the {len(summary_rows)} rows measured so far", skipped)
+        note(f"interrupted: keeping the {done} chunks measured so far", skipped)
     finally:
         bar.close()
+        for s in {id(s): s for s in sessions.values()}.values():
+            s.close(kill=interrupted)
 
-    df = store.frame(summary_rows, store.SUMMARY_COLS)
-    sp = store.frame(sample_rows, store.SAMPLE_COLS)
+    df = store.frame(acc.summary(), store.SUMMARY_COLS)
+    sp = store.frame(acc.samples, store.SAMPLE_COLS)
     meta.update(skipped=skipped, errors=errors, interrupted=interrupted)
     if isolate and peers:
         from .peers import ia32cap_mask

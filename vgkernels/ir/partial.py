@@ -51,7 +51,7 @@ def load_partial(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
 
 
 def store_partial(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
-    """Store the low n (0..15) bytes of the i128 v at p."""
+    """Store the low n (0..16) bytes of the i128 v at p."""
     b = em.b
 
     def two(typ: ir.IntType, size: int):

@@ -36,9 +36,9 @@ def _c(x: int) -> ir.Constant:
 class Bulk:
     def __init__(self, module: ir.Module, params: Params, mode: str, nr: int,
                  extra: bool = False):
-        """``extra``: the two-slice form (masked backends): one more byte, passed by value,
-        follows the nbytes of ``in``; the final masked vector takes it, so the last block of a
-        TLS record (payload, then the content-type byte) needs no separate tail."""
+        """``extra``: the two-slice form: one more byte, passed by value, follows the nbytes of
+        ``in``; the final (masked or partial) block takes it, so the last block of a TLS record
+        (payload, then the content-type byte) needs no separate tail and no extra reduction."""
         self.p = params
         self.mode = mode
         self.nr = nr
@@ -203,13 +203,19 @@ class Bulk:
 
             def part():
                 off = b.shl(e, _c(4))
-                d = em.from_i128(partial.load_partial(em, em.gep(self.inp, off), p))
-                mask = em.from_i128(partial.byte_mask128(em, p))
+                bits = partial.load_partial(em, em.gep(self.inp, off), p)
+                pn = p
+                if self.extra:  # the second slice's byte lands right after the first's tail
+                    byte = b.zext(self.extra_byte, ir.IntType(128))
+                    bits = b.or_(bits, b.shl(byte, b.zext(b.shl(p, _c(3)), ir.IntType(128))))
+                    pn = b.add(p, _c(1))
+                d = em.from_i128(bits)
+                mask = em.from_i128(partial.byte_mask128(em, pn))
                 self.mask_tail = lambda v: b.and_(v, mask)
                 res = unit(1, [e, q, ctr, *_parts(acc_n), xn],
                            lambda off: d,
                            lambda off, v: partial.store_partial(
-                               em, em.gep(self.out, off), p, em.to_i128(v)), 1)
+                               em, em.gep(self.out, off), pn, em.to_i128(v)), 1)
                 self.mask_tail = lambda v: v
                 return res[2:]
             ctr, lo, mi, hi, xn = em.if_else_values(
