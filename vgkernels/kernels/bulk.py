@@ -22,7 +22,7 @@ from llvmlite import ir
 from .. import abi
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
-from ..ir.core import i1, i64, ptr, vec, void, zero
+from ..ir.core import dvec, i1, i32, i64, ptr, vec, void, zero
 from ..ir.ghash import Parts
 from .common import NR, Fn, Params
 
@@ -73,13 +73,15 @@ class Bulk:
         holder.append(self.f.gh.reduce(acc))
         yield
 
-    def stitched_group(self, i: ir.Value, s: ir.Value, ctr: ir.Value, ghash_base: ir.Value | None,
-                       started: list[ir.Value] | None = None, next_ctr: ir.Value | None = None
+    def stitched_group(self, i: ir.Value, s: ir.Value, blocks: list[ir.Value] | None,
+                       ghash_base: ir.Value | None, started: list[ir.Value] | None = None,
+                       next_blocks: list[ir.Value] | None = None
                        ) -> tuple[ir.Value, list[ir.Value] | None]:
-        """One iteration: AES-CTR of the group at block i, interleaved with GHASH of the group
-        at ghash_base and, in a skewed loop, with the first rounds of the next group (from
-        next_ctr).  ``started`` is this group's state when an earlier iteration began it.
-        Stores the group's output; returns (new GHASH state or s, next group's started state)."""
+        """One iteration: AES-CTR of the group at block i (counter blocks ``blocks``),
+        interleaved with GHASH of the group at ghash_base and, in a skewed loop, with the first
+        rounds of the next group (``next_blocks``).  ``started`` is this group's state when an
+        earlier iteration began it.  Stores the group's output; returns (new GHASH state or s,
+        the next group's started state)."""
         em, b, w, v = self.em, self.b, self.p.w, self.p.v
         prims, rk, skew = self.f.prims, self.rk[w], self.skew
         off = b.shl(i, _c(4))
@@ -87,11 +89,11 @@ class Bulk:
         if self.mode == "dec":  # load the ciphertext first: in-place output overwrites it
             pre = [em.load(self.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
         if started is None:
-            cur = aes.aes_rounds(em, prims, ctrs.counter_blocks(em, ctr, w, v), rk)
+            cur = aes.aes_rounds(em, prims, blocks, rk)
         else:
             cur = aes.aes_rounds_from(em, prims, started, rk, skew)
-        nxt = (aes.aes_begin(em, prims, ctrs.counter_blocks(em, next_ctr, w, v), rk, skew)
-               if next_ctr is not None else iter(()))
+        nxt = (aes.aes_begin(em, prims, next_blocks, rk, skew)
+               if next_blocks is not None else iter(()))
         holder: list = []
         steps = (self.ghash_group_steps(ghash_base, s, holder) if ghash_base is not None
                  else iter(()))
@@ -107,6 +109,21 @@ class Bulk:
         for j in range(v):
             em.store(b.xor(data[j], ks[j]), self.out, b.add(off, _c(16 * w * j)))
         return (holder[0] if holder else s), begun
+
+    def advance(self, c: ir.Value, blocks: list[ir.Value]) -> list[ir.Value]:
+        """counter_blocks for the group after the one whose first counter is c: one add per
+        vector on the big-endian blocks, without the byte swaps, while the counters' low byte
+        cannot carry (the branch is taken once in 256/G groups; counters are public)."""
+        em, b, w, v, g = self.em, self.b, self.p.w, self.p.v, self.p.g
+        low = b.and_(b.extract_element(b.bitcast(c, dvec(1)), ir.Constant(i32, 0)),
+                     ir.Constant(i32, 0xFF))
+        fast = b.icmp_unsigned("<=", low, ir.Constant(i32, 256 - 2 * g))
+        inc = ir.Constant(dvec(w), [ir.Constant(i32, (g << 24) if k % 4 == 3 else 0)
+                                    for k in range(4 * w)])
+        return em.if_else_values(
+            fast,
+            lambda: [b.bitcast(b.add(b.bitcast(x, dvec(w)), inc), vec(w)) for x in blocks],
+            lambda: ctrs.counter_blocks(em, ctrs.add(em, c, g), w, v), "ctrbe")
 
     def hash_group(self, i: ir.Value, s: ir.Value) -> ir.Value:
         holder: list = []
@@ -276,42 +293,50 @@ class Bulk:
 
         def region():
             """Returns [i, s, ctr]: the first block the stitched loop did not take."""
+            blocks0 = ctrs.counter_blocks(em, ctr, w, self.p.v)
             if mode == "enc":
                 # prologue: the first group's keystream, nothing to hash yet
                 skewed = self.skew > 0
-                s1, st1 = self.stitched_group(zero_i, s0, ctr, None, None,
-                                              ctrs.add(em, ctr, g) if skewed else None)
+                nxt1 = self.advance(ctr, blocks0)
+                s1, st1 = self.stitched_group(zero_i, s0, blocks0, None, None,
+                                              nxt1 if skewed else None)
                 c1 = ctrs.add(em, ctr, g)
+                nv = len(nxt1)
 
                 def body(v):
-                    i, s, c, *st = v
+                    # blk: counter blocks of the group at i (skewed: already begun, in st)
+                    i, s, c, *rest = v
+                    blk, st = rest[:nv], rest[nv:]
                     base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
-                    s2, st2 = self.stitched_group(i, s, c, base, st or None,
-                                                  ctrs.add(em, c, g) if skewed else None)
-                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *(st2 or [])]
-                out = em.loop("stitch", [_c(g), s1, c1, *(st1 or [])],
+                    nblk = self.advance(c, blk)
+                    if skewed:
+                        s2, st2 = self.stitched_group(i, s, None, base, st, nblk)
+                    else:
+                        s2, st2 = self.stitched_group(i, s, blk, base)
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *nblk, *(st2 or [])]
+                out = em.loop("stitch", [_c(g), s1, c1, *nxt1, *(st1 or [])],
                               lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), stitch_end),
                               body)
                 return out[:3]
             if mode == "dec":
                 def body(v):
-                    i, s, c = v
-                    s2, _ = self.stitched_group(i, s, c, em.gep(self.inp, b.shl(i, _c(4))))
-                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g)]
-                return em.loop("stitch", [zero_i, s0, ctr],
+                    i, s, c, *blk = v
+                    s2, _ = self.stitched_group(i, s, blk, em.gep(self.inp, b.shl(i, _c(4))))
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *self.advance(c, blk)]
+                return em.loop("stitch", [zero_i, s0, ctr, *blocks0],
                                lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), stitch_end),
-                               body)
+                               body)[:3]
             if mode == "hash":
                 return em.loop("ghash", [zero_i, s0, ctr],
                                lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), nb),
                                lambda v: [b.add(v[0], _c(g)), self.hash_group(v[0], v[1]), v[2]])
 
             def body(v):
-                i, s, c = v
-                self.stitched_group(i, s, c, None)
-                return [b.add(i, _c(g)), s, ctrs.add(em, c, g)]
-            return em.loop("ctr", [zero_i, s0, ctr],
-                           lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), nb), body)
+                i, s, c, *blk = v
+                self.stitched_group(i, s, blk, None)
+                return [b.add(i, _c(g)), s, ctrs.add(em, c, g), *self.advance(c, blk)]
+            return em.loop("ctr", [zero_i, s0, ctr, *blocks0],
+                           lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), nb), body)[:3]
 
         i, s, c = em.if_else_values(enter, region, lambda: [zero_i, s0, ctr], "region")
         pending = enter if mode == "enc" else None
