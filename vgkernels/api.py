@@ -350,6 +350,7 @@ class _Stream:
 
     def update(self, data: Any) -> bytes:
         n = nbytes(data, "data")
+        check_lengths(self._len + n, 0)  # before allocating the output
         out = bytearray(n)
         self.update_into(data, out)
         return bytes(out)

@@ -40,6 +40,8 @@ def view(obj: Any, name: str, writable: bool = False) -> Buf:
     if writable and mv.readonly:
         raise TypeError(f"{name} is read-only; in-place and into-buffer calls need a writable "
                         "buffer (bytearray, writable memoryview or numpy array)")
+    if mv.nbytes == 0:  # any empty shape, e.g. (0, 16): memoryview cannot cast those
+        return Buf(_EMPTY_ADDR, 0, (obj, mv))
     arr = np.frombuffer(mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, dtype=np.uint8)
     return Buf(int(arr.ctypes.data) if arr.size else _EMPTY_ADDR, int(arr.size), (obj, mv, arr))
 
