@@ -50,6 +50,6 @@ def export(backend: str | Backend, out_dir: str | Path, variant: Variant | None 
     out.mkdir(parents=True, exist_ok=True)
     obj = out / f"{prefix}.o"
     hdr = out / f"{prefix}.h"
-    obj.write_bytes(jit.emit_object(text, be.llvm_features, cpu_name, aot=True))
+    obj.write_bytes(jit.emit_object(text, be.llvm_features, cpu_name or be.llvm_cpu, aot=True))
     hdr.write_text(header(prefix, be.two_slice))
     return obj, hdr

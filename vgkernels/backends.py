@@ -29,6 +29,7 @@ class Backend:
     skew: int = 0  # default rounds of the next group begun early in the stitched loop
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
+    llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
 
     def missing(self, have: frozenset[str]) -> frozenset[str]:
         return self.features - have
@@ -71,7 +72,7 @@ _BASE = ("-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vb
 BACKENDS: tuple[Backend, ...] = (
     Backend(
         "portable", frozenset(), "-aes,-pclmul,-avx,-avx2,-fma,-f16c,-bmi,-bmi2,-adx," + _BASE,
-        width=1, group=4, groups=(4, 8), prims="portable", rank=0,
+        width=1, group=4, groups=(4, 8), prims="portable", rank=0, llvm_cpu="x86-64",
         notes="plain LLVM IR: table-free AES (GF(2^8) inversion), bit-serial masked GHASH",
     ),
     Backend(

@@ -79,7 +79,7 @@ def _kernels(name: str, variant: Variant) -> Kernels:
     t0 = time.perf_counter()
     prefix, text = generate(be, variant)
     gen = time.perf_counter() - t0
-    lib = jit.compile_ir(prefix, text, be.llvm_features)
+    lib = jit.compile_ir(prefix, text, be.llvm_features, be.llvm_cpu)
     return Kernels(be, variant, prefix, lib, gen)
 
 

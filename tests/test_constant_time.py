@@ -1,0 +1,37 @@
+"""The portable backend is constant-time by construction: no table (no memory index that data
+could choose) and no branch on data.  These checks read the generated IR and machine code."""
+
+from __future__ import annotations
+
+import re
+
+from vgkernels.backends import get
+from vgkernels.kernels.build import generate, kernels
+
+
+def _body(asm: str, fn: str) -> str:
+    return asm.split(f"{fn}:", 1)[1].split(".Lfunc_end", 1)[0]
+
+
+def test_portable_ir_has_no_tables_and_no_intrinsics():
+    _, text = generate(get("portable"))
+    assert "llvm.x86." not in text
+    assert not re.findall(r"^@\S+ = .*\[\d+ x i8\]", text, re.M), "no lookup tables"
+
+
+def test_portable_round_and_multiply_do_not_branch():
+    asm = kernels("portable").asm()
+    for fn in ("vg.portable.aesenc", "vg.portable.aesenclast"):
+        jumps = re.findall(r"^\s+(j[a-z]+)\s", _body(asm, fn), re.M)
+        assert jumps == [], f"{fn} branches: {jumps}"
+    # the bit-serial multiply may keep its loop (64 iterations, a public count): one back-edge
+    jumps = re.findall(r"^\s+(j[a-z]+)\s", _body(asm, "vg.portable.clmul"), re.M)
+    assert len([j for j in jumps if j != "jmp"]) <= 1, jumps
+
+
+def test_portable_targets_baseline_x86_64():
+    asm = kernels("portable").asm()
+    mnemonics = set(re.findall(r"^\s+([a-z][a-z0-9]*)\s", asm, re.M))
+    newer = {m for m in mnemonics if m.startswith(("v", "pshufb", "pclmul", "aes", "pblend",
+                                                   "pinsr", "pextr", "ptest"))}
+    assert not newer, f"portable code uses instructions beyond SSE2: {sorted(newer)[:10]}"
