@@ -338,6 +338,11 @@ class _Stream:
         if associated_data is not None:
             self.authenticate_additional_data(associated_data)
 
+    def __del__(self) -> None:  # the state holds E(J0) and the open block: wipe it
+        raw = getattr(self, "_raw", None)
+        if raw is not None:
+            ctypes.memset(raw, 0, ctypes.sizeof(raw))
+
     def authenticate_additional_data(self, data: Any) -> None:
         """More AAD; only before the first update."""
         if self._done:
