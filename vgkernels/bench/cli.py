@@ -59,6 +59,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-samples", action="store_true", help="do not write per-sample rows")
     p.add_argument("--no-save", action="store_true", help="print only")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--in-process", action="store_true",
+                   help="measure in this process instead of one worker per backend (OpenSSL "
+                        "unmasked)")
+    p.add_argument("--same-workers", action="store_true",
+                   help="keep one worker per backend for all passes (default: new ones per pass)")
     p.add_argument("--libcrypto", help="path of libcrypto (default: $VG_LIBCRYPTO or finder)")
     return p
 
@@ -89,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,
         cpu=args.cpu, stack_offset=args.stack_offset, key_len=args.key_len, aad_len=args.aad_len,
         progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
-        samples=not args.no_samples, libcrypto=args.libcrypto,
+        samples=not args.no_samples, libcrypto=args.libcrypto, isolate=not args.in_process,
+        fresh=not args.same_workers,
     )
     print(_show(res))
     print(f"\ndriver overhead: {res.overhead_ns:.2f} ns per call (not subtracted)")

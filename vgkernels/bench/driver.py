@@ -2,8 +2,11 @@
 
 For every call signature ("kind") the module exports
 
-    i64 vgb_run_<kind>(ptr args, i64 batch)   TSC ticks for ``batch`` calls, serialised reads
-    i64 vgb_call_<kind>(ptr args)             one call; its return value (to check a case)
+    i64 vgb_run_<kind>(ptr args, i64 batch, i64 stack_offset)
+        TSC ticks for ``batch`` calls between serialised reads, the stack pointer moved to
+        ``stack_offset`` within a page first (-1: left alone; see _place_stack)
+    i64 vgb_call_<kind>(ptr args)
+        one call; its return value (to check a case)
 
 ``args`` is a block of 8-byte slots: slot 0 is the function to call, the others its arguments
 in order.  The loop reloads the pointer and the arguments from memory on every call, behind a
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import math
 import os
 import statistics
@@ -461,13 +465,19 @@ class Driver:
         ids = [-1, -2][: len(extra)] + list(range(len(cases)))
         all_cases = extra + list(cases)
         target = target_ns * self.tsc_hz / 1e9
-        batches = [self.calibrate(c, target) for c in all_cases]
         samples: list[list[float]] = [[] for _ in all_cases]
-        for r in range(k):
-            for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
-                samples[j].append(self.sample(c, n) / n)
-                if trace is not None:
-                    trace.append((r, ids[j]))
+        gc_on = gc.isenabled()
+        gc.disable()  # no collection in the middle of a Python-level peer's sample
+        try:
+            batches = [self.calibrate(c, target) for c in all_cases]
+            for r in range(k):
+                for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
+                    samples[j].append(self.sample(c, n) / n)
+                    if trace is not None:
+                        trace.append((r, ids[j]))
+        finally:
+            if gc_on:
+                gc.enable()
         ms = [Measurement(c.label, n, s) for c, n, s in zip(all_cases, batches, samples,
                                                             strict=True)]
         if probes:

@@ -42,7 +42,6 @@ import ctypes.util
 import functools
 import os
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -276,11 +275,3 @@ def cryptography_encrypt(key: bytes, nonce: bytes, aad: bytes, data: bytes
 
     aead = AESGCM(key)
     return functools.partial(aead.encrypt, nonce, data, aad)
-
-
-def time_python(f: Callable[[], object], calls: int) -> int:
-    """ns for ``calls`` calls of f (perf_counter_ns around the loop)."""
-    t0 = time.perf_counter_ns()
-    for _ in range(calls):
-        f()
-    return time.perf_counter_ns() - t0

@@ -152,6 +152,7 @@ def worker_main() -> int:
     """
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed (by Python or C) goes to stderr, not the protocol
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it keeps the rows
 
     def send(events: list[dict[str, Any]]) -> None:
         for ev in [*events, {"type": "end"}]:

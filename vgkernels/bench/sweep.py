@@ -46,6 +46,7 @@ class SweepDef:
     peers: bool = False  # peers by default
     only: Callable[[Backend], bool] | None = None  # default backend filter
     refine: Callable[[pd.DataFrame], dict[str, list[int]]] | None = None  # second pass
+    twins: bool = False  # each size s (a multiple of 16) also as s - 1, in the same chunk
 
 
 def _sizes_ops(n: int, peers: bool) -> Ops:
@@ -114,7 +115,8 @@ SWEEPS: dict[str, SweepDef] = {s.name: s for s in (
              (16, 128, 384, 640, 1024, 1088), _blocks_ops, peers=True),
     SweepDef("copy_below", "gather vs copy_ip, n+1 pieces, 16 B..64 KiB, aligned (n % 16 == 0) "
              "and unaligned (n - 1), then dense where they cross", _COARSE,
-             (16, 256, 1024, 4096, 16384, 65536), _copy_below_ops, refine=_copy_below_refine),
+             (16, 256, 1024, 4096, 16384, 65536), _copy_below_ops, refine=_copy_below_refine,
+             twins=True),
     SweepDef("two_slice", "seal_two_slice vs gather vs copy_ip at the TLS record shape",
              (256, 511, 512, 767, 768, 1024, 1500, 2000, 2047, 3000), (512, 1024, 2047),
              _two_slice_ops, only=lambda b: b.two_slice),
@@ -159,7 +161,7 @@ def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: i
     chunks = []
     for n in sizes:
         specs = []
-        twins = [n, n - 1] if sweep == "copy_below" and n % 16 == 0 and n > 16 else [n]
+        twins = [n, n - 1] if d.twins and n % 16 == 0 and n > 16 else [n]
         for m in twins:
             for op, shape in d.ops(m, peers):
                 if op in ("ctr32", "ghash", "encrypt_blocks") and m % 16:
@@ -222,7 +224,8 @@ def run(
     samples: bool = True,
     verify: bool = True,
     libcrypto: str | None = None,
-    isolate: bool | None = None,
+    isolate: bool = True,
+    fresh: bool = True,
 ) -> SweepResult:
     """Run a named sweep (see ``SWEEPS``) and return its tidy results.
 
@@ -231,8 +234,12 @@ def run(
     cannot shift a case's minimum: it would have to last through every pass.
     ``runs``: repetitions (run ids 0..runs-1); with ``ab=(A, B)`` the runs alternate A, B, A, B
     (``runs`` counts the A/B pairs, default 2).  ``peers``: add OpenSSL and cryptography cases
-    (default: per sweep); peers run in one worker process per backend with OPENSSL_ia32cap
-    masked to that backend's features (``isolate`` forces or forbids worker processes).
+    (default: per sweep).  ``isolate``: measure in one worker process per backend (with
+    OPENSSL_ia32cap masked to that backend's features when peers run), so the caller's process
+    is neither pinned nor part of the measurement; False measures in this process (OpenSSL
+    then runs unmasked).  ``fresh``: with ``isolate``, new worker processes for every pass:
+    where code and data land in the address space (ASLR) moved some small cases by up to 16%
+    from one process to the next, so each pass is one more draw of it.
     ``pin``: pin the measuring process to one CPU (``cpu``, default the last allowed).
     ``stack_offset``: page offset of the stack pointer at each timed call (default
     driver.STACK_OFFSET; -1 leaves it where the process has it: see cases.py on 4K aliasing).
@@ -246,7 +253,6 @@ def run(
         k, target_us = min(k, 11), min(target_us, 10.0)
     sizes = list(sizes) if sizes else list(d.quick_sizes if quick else d.sizes)
     peers = d.peers if peers is None else peers
-    isolate = peers if isolate is None else isolate
     variants = ([parse_variant(ab[0]), parse_variant(ab[1])] * (runs or 2) if ab
                 else [parse_variant(variant)] * (runs or 1))
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
@@ -281,6 +287,7 @@ def run(
             "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "passes": passes,
             "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
             "peers": peers, "key_len": key_len, "aad_len": aad_len, "isolate": isolate,
+            "fresh": fresh,
             "stack_offset": stack_offset}, "processes": {}}
     acc = store.Accumulator(common, samples)
     sessions: dict[str, Session | Worker] = {}
@@ -295,6 +302,8 @@ def run(
             if ev["type"] == "meta":
                 procs[be.name] = ev["process"]
                 meta["processes"].setdefault(be.name, ev["process"])
+                meta.setdefault("worker_pids", {}).setdefault(be.name, []).append(
+                    ev["process"].get("pid"))
             elif ev["type"] == "skip":
                 note(ev["message"], skipped)
             elif ev["type"] == "error":
@@ -330,7 +339,11 @@ def run(
         order = [(p, r, be, i) for p in range(passes) for r in range(len(variants))
                  for be in chosen if be.name in plans for i in range(len(plans[be.name]))]
         bar.add(len(order))
+        last_pass = 0
         for p, r, be, i in order:
+            if p != last_pass and isolate and fresh:
+                close_sessions()  # a new process per pass: its layout is one more draw
+            last_pass = p
             if be.name in dead:
                 bar.step()
                 continue
@@ -342,6 +355,11 @@ def run(
                 dead.add(be.name)
                 note(f"backend {be.name}: {e} while measuring {specs[0].n}-byte cases; its "
                      "later chunks are missing", errors)
+
+    def close_sessions(kill: bool = False) -> None:
+        for s in {id(s): s for s in sessions.values()}.values():
+            s.close(kill=kill)
+        sessions.clear()
 
     try:
         execute({be.name: sizes for be in chosen}, 0)
@@ -355,8 +373,7 @@ def run(
         note(f"interrupted: keeping the {done} chunks measured so far", skipped)
     finally:
         bar.close()
-        for s in {id(s): s for s in sessions.values()}.values():
-            s.close(kill=interrupted)
+        close_sessions(kill=interrupted)
 
     df = store.frame(acc.summary(), store.SUMMARY_COLS)
     sp = store.frame(acc.samples, store.SAMPLE_COLS)
