@@ -27,6 +27,7 @@ class Backend:
     copy_below: tuple[int, int] = (0, 0)  # (aligned, unaligned) copy+seal dispatch
     karatsuba: bool = False  # default GHASH multiply: 3 (Karatsuba) or 4 carry-less products
     skew: int = 0  # default rounds of the next group begun early in the stitched loop
+    stitch_min: int | None = None  # default blocks before the stitched loop (None: 2 x group)
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -51,7 +52,12 @@ class Variant:
             raise ValueError(f"{be.name}: group {g} not in {be.groups}")
         if self.tail not in ("full", "split"):
             raise ValueError(f"tail must be 'full' or 'split', not {self.tail!r}")
-        sm = self.stitch_min if self.stitch_min is not None else 2 * g
+        if self.stitch_min is not None:
+            sm = self.stitch_min
+        elif self.group in (None, be.group) and be.stitch_min is not None:
+            sm = be.stitch_min
+        else:
+            sm = 2 * g
         if not g <= sm <= 2 * g:
             raise ValueError(f"stitch_min must lie in [group, 2*group] = [{g}, {2 * g}], got {sm}")
         ka = be.karatsuba if self.karatsuba is None else bool(self.karatsuba)
@@ -100,8 +106,8 @@ BACKENDS: tuple[Backend, ...] = (
                    "vaes", "vpclmulqdq"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
-        width=4, group=16, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
-        karatsuba=True, skew=6,
+        width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
+        karatsuba=True, skew=0, stitch_min=32,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )
