@@ -86,15 +86,25 @@ def variants_of(name: str, *, every: bool = True) -> list[Variant]:
     return out
 
 
+def engine_variants(name: str) -> list[Variant]:
+    """The loop-engine options: the GHASH multiply flipped from the backend's default with the
+    deepest skew (next group's AES rounds begun early), and a middling skew; default tail and
+    group, smallest group for the second so group and skew interact."""
+    be = BY_NAME[name]
+    return [Variant(karatsuba=not be.karatsuba, skew=9),
+            Variant(group=min(be.groups), karatsuba=be.karatsuba, skew=3)]
+
+
 def variant_id(v: Variant) -> str:
-    return f"{v.tail}-g{v.group}-s{v.stitch_min}"
+    extra = ""
+    if v.karatsuba is not None:
+        extra += "-kara" if v.karatsuba else "-schoolbook"
+    if v.skew is not None:
+        extra += f"-skew{v.skew}"
+    return f"{v.tail}-g{v.group or 'dflt'}-s{v.stitch_min or 'dflt'}{extra}"
 
 
-# -- the C ABI through ctypes ----------------------------------------------------------------------
-
-
-# encrypt_blocks as the kernel defines it: (ctx, y[16], counter[16], in, out, nbytes).
-ENCRYPT_BLOCKS_SIG = (None, [ctypes.c_void_p] * 5 + [ctypes.c_size_t], "")
+# -- the C ABI through ctypes ---------------------------------------------------------------------
 
 
 def bind(backend: str, op: str, variant: Variant | None = None, sig: Any = None) -> Any:
@@ -123,9 +133,10 @@ def pieces_array(pieces: Sequence[tuple[int, int]]) -> Any:
     return arr
 
 
-# -- guard pages ------------------------------------------------------------------------------------
+# -- guard pages ----------------------------------------------------------------------------------
 
 PAGE = mmap.PAGESIZE
+PROT_NONE = 0
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _libc.mprotect.restype = ctypes.c_int
@@ -156,7 +167,7 @@ class GuardedSlots:
         assert self.base % PAGE == 0
         self.mv = memoryview(self.mm)
         for i in range(count + 1):
-            _mprotect(self.base + i * self.stride, PAGE, mmap.PROT_NONE)
+            _mprotect(self.base + i * self.stride, PAGE, PROT_NONE)
 
     def data_start(self, i: int) -> int:
         """Offset (in the mapping) of slot i's first data byte."""
@@ -188,7 +199,7 @@ class GuardedSlots:
         self.mm.close()
 
 
-# -- GF(2^128) helpers: a nonce whose pre-counter block J0 is chosen ---------------------------------
+# -- GF(2^128) helpers: a nonce whose pre-counter block J0 is chosen ------------------------------
 
 GF_ONE = b"\x80" + bytes(15)  # 1 in GCM's bit-reflected representation
 

@@ -146,7 +146,7 @@ def test_open_every_block_count(backend, ks):
         assert out[n:] == bytearray([SENTINEL]) * 5, (where, "wrote past out")
 
 
-# -- random lengths and nonces ---------------------------------------------------------------------
+# -- random lengths and nonces --------------------------------------------------------------------
 
 nonce_lens = st.one_of(st.just(12), st.just(12), st.integers(1, 64))
 text_lens = st.one_of(st.integers(0, 300), st.integers(0, 20 * 1024))
@@ -180,3 +180,41 @@ def test_long_nonces_against_cryptography(backend, nl, n, seed):
     key, nonce, pt, aad = rbytes(r, 16), rbytes(r, nl), rbytes(r, n), rbytes(r, nl % 33)
     want = oracle(key, nonce, pt, aad)
     assert AesGcm(key, backend=backend).encrypt(nonce, pt, aad) == want
+
+
+@pytest.mark.parametrize("ks", KEY_SIZES)
+def test_aad_and_nonce_lengths(backend, ks):
+    """AAD of every block count 0..72 (whole and partial; it goes through the hash-only bulk
+    loop), and nonces of 1..300 bytes (J0 by GHASH when not 12), against the reference."""
+    r = rng("aad-nonce", backend, ks)
+    key = rbytes(r, ks)
+    a = AesGcm(key, backend=backend)
+    pt = rbytes(r, 37)
+    step = 1 if backend != "portable" else 2
+    for ab in range(0, MAX_BLOCKS + 1, step):
+        for partial in (0, 1 + (ab * 5) % 15):
+            aad, nonce = rbytes(r, 16 * ab + partial), rbytes(r, 12)
+            want = ref(key, nonce, pt, aad)
+            assert a.encrypt(nonce, pt, aad) == want, (backend, ks, "aad", len(aad))
+            assert a.decrypt(nonce, want, aad) == pt, (backend, ks, "aad", len(aad))
+    for nl in range(1, 301, step):
+        nonce = rbytes(r, nl)
+        want = ref(key, nonce, pt, b"x")
+        assert a.encrypt(nonce, pt, b"x") == want, (backend, ks, "nonce", nl)
+        enc = a.encryptor(nonce, b"x")
+        assert enc.update(pt) + enc.finalize() == want, (backend, ks, "stream nonce", nl)
+
+
+def test_large_text_and_aad(backend):
+    """Megabyte-sized text and 64 KiB of AAD against `cryptography` (one each, plus odd tails)."""
+    big = 2**20 if backend != "portable" else 2**17
+    r = rng("large", backend)
+    key = rbytes(r, 32)
+    a = AesGcm(key, backend=backend)
+    for n, al in ((big + 13, 0), (big, 5), (1000, 65536 + 7), (17, 65536)):
+        nonce, pt, aad = rbytes(r, 12), rbytes(r, n), rbytes(r, al)
+        want = oracle(key, nonce, pt, aad)
+        assert a.encrypt(nonce, pt, aad) == want, (backend, n, al)
+        assert a.decrypt(nonce, want, aad) == pt, (backend, n, al)
+        cut = n // 3 + 5
+        assert a.encrypt(nonce, [pt[:cut], pt[cut:]], aad, copy_below=False) == want

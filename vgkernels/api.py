@@ -169,8 +169,10 @@ class AesGcm:
     def _rc(self, rc: int) -> None:
         if rc == 0:
             return
-        msg = {-2: "nonce must be at least 1 byte", -3: "data exceeds GCM's 2^36-32 bytes",
-               -4: "associated_data exceeds 2^61-1 bytes", -5: "tag length must be 4..16"}
+        if rc in (-3, -4):
+            raise OverflowError("data exceeds GCM's 2^36-32 bytes" if rc == -3
+                                else "associated_data exceeds 2^61-1 bytes")
+        msg = {-2: "nonce must be at least 1 byte", -5: "tag length must be 4..16"}
         raise ValueError(msg.get(rc, f"kernel returned {rc}"))
 
     # -- one-shot, the AESGCM shape ------------------------------------------------------------
@@ -347,6 +349,8 @@ class _Stream:
         """More AAD; only before the first update."""
         if self._done:
             raise ValueError("this stream is finished")
+        self._aad_len = getattr(self, "_aad_len", 0) + nbytes(data, "associated_data")
+        check_lengths(0, self._aad_len)
         b = view(data, "associated_data")
         rc = self._a._f.stream_aad(self._a.ctx, self._st, b.addr, b.n)
         if rc == -6:

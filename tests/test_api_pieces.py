@@ -1,0 +1,243 @@
+"""Encrypting a list of pieces (seal_gather, copy+seal, the TLS two-slice shape) gives exactly
+the one-shot result, for every way of cutting the text, on every backend."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import BY_NAME, TAG, rbytes, ref, rng
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vgkernels.api import AesGcm
+
+KEY = bytes(range(32))
+NONCE = bytes(range(50, 62))
+AAD = b"pieces-aad"
+
+
+class Spy:
+    """Wraps an AesGcm's kernel bindings and records which entry points were called."""
+
+    def __init__(self, fns):
+        self._fns = fns
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        fn = getattr(self._fns, name)
+        if not callable(fn):
+            return fn
+
+        def call(*args):
+            self.calls.append(name)
+            return fn(*args)
+        return call
+
+
+def spied(backend: str, key: bytes = KEY) -> tuple[AesGcm, Spy]:
+    a = AesGcm(key, backend=backend)
+    spy = Spy(a._f)
+    a._f = spy
+    return a, spy
+
+
+def check(a: AesGcm, pieces, want: bytes, copy_below, where) -> None:
+    total = sum(len(p) for p in pieces)
+    got = a.encrypt(NONCE, [bytes(p) for p in pieces], AAD, copy_below=copy_below)
+    assert got == want, (where, [len(p) for p in pieces], copy_below)
+    out = bytearray(b"\xee") * (total + 3)
+    tag = a.encrypt_into(out, NONCE, pieces, AAD, copy_below=copy_below)
+    assert bytes(out[:total]) + tag == want, (where, [len(p) for p in pieces], copy_below)
+    assert out[total:] == b"\xee" * 3, (where, "wrote past the text")
+
+
+def lengths_for(backend: str) -> list[int]:
+    g = BY_NAME[backend].group
+    return sorted({0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100, 16 * g - 1, 16 * g + 1,
+                   32 * g + 7, 64 * g + 15})
+
+
+def test_standard_shapes(backend):
+    """One piece; 16 bytes then the rest; 1 byte then the rest; the rest then 1 byte; empty
+    pieces around; an empty list."""
+    a = AesGcm(KEY, backend=backend)
+    for n in lengths_for(backend):
+        pt = rbytes(rng("shapes", n), n)
+        want = ref(KEY, NONCE, pt, AAD)
+        shapes = [[pt], [pt[:16], pt[16:]], [pt[:1], pt[1:]], [pt[:-1], pt[-1:]],
+                  [b"", pt, b""], [pt[:n // 2], b"", b"", pt[n // 2:]]]
+        for pieces in shapes:
+            for copy_below in (False, None, (n + 1, n + 1)):
+                check(a, pieces, want, copy_below, f"{backend} n={n}")
+    assert a.encrypt(NONCE, [], AAD, copy_below=False) == ref(KEY, NONCE, b"", AAD)
+    assert a.encrypt(NONCE, (), AAD) == ref(KEY, NONCE, b"", AAD)
+
+
+def test_split_at_every_offset(backend):
+    """Two pieces cut at every offset 0..47 (the first three blocks) and at every offset within
+    17 bytes of each group boundary up to 4 groups, through the raw gather; also three pieces
+    with a short middle piece."""
+    g = BY_NAME[backend].group
+    n = 16 * 4 * g + 9
+    pt = rbytes(rng("offsets", backend), n)
+    want = ref(KEY, NONCE, pt, AAD)
+    a = AesGcm(KEY, backend=backend)
+    cuts = set(range(48))
+    for m in range(1, 5):
+        cuts |= {16 * g * m + d for d in range(-17, 18)}
+    cuts = sorted(c for c in cuts if 0 <= c <= n)
+    for k in cuts:
+        got = a.encrypt(NONCE, [pt[:k], pt[k:]], AAD, copy_below=False)
+        assert got == want, (backend, "cut", k)
+    step = 3 if backend == "portable" else 1
+    for k in cuts[::step]:
+        j = k + 1 + k % 19
+        got = a.encrypt(NONCE, [pt[:k], pt[k:j], pt[j:]], AAD, copy_below=False)
+        assert got == want, (backend, "cuts", k, j)
+
+
+def tls_lengths(backend: str) -> list[int]:
+    """n in 256..1100 with every residue mod 16 appearing several times (5, or 3 on the slow
+    portable backend)."""
+    per = 3 if backend == "portable" else 5
+    r = rng("tls", backend)
+    out = []
+    for res in range(16):
+        ks = r.sample(range((1100 - 256 - res) // 16 + 1), per)
+        out += [256 + res + 16 * k for k in ks]
+    return sorted(out)
+
+
+def test_tls_record_shape(backend):
+    """n bytes of record then 1 byte of content type (12-byte nonce, AAD <= 16 bytes: the shape
+    the two-slice entry takes where it exists), and near-misses of that shape."""
+    a = AesGcm(KEY, backend=backend)
+    has_two_slice = a._f.two_slice is not None
+    lens = tls_lengths(backend)
+    assert {n % 16 for n in lens} == set(range(16)) and min(lens) >= 256 and max(lens) <= 1100
+    for n in lens:
+        r = rng("tls-case", n)
+        pt = rbytes(r, n + 1)
+        nonce, aad = rbytes(r, 12), rbytes(r, n % 17)  # 0..16 bytes
+        want = ref(KEY, nonce, pt, aad)
+        for copy_below in (None, False):
+            got = a.encrypt(nonce, [pt[:n], pt[n:]], aad, copy_below=copy_below)
+            assert got == want, (backend, n, len(aad), copy_below)
+            out = bytearray(n + 1)
+            tag = a.encrypt_into(out, nonce, [pt[:n], pt[n:]], aad, copy_below=copy_below)
+            assert bytes(out) + tag == want, (backend, n, "into")
+        # a zero-byte second piece; shapes just outside the two-slice conditions
+        assert a.encrypt(nonce, [pt[:n], b""], aad) == ref(KEY, nonce, pt[:n], aad)
+        # the dispatch: the two-slice entry where it is built, and nothing else
+        s, spy = spied(backend)
+        assert s.encrypt(nonce, [pt[:n], pt[n:]], aad) == want
+        assert spy.calls == (["two_slice"] if has_two_slice else ["seal_gather"]), spy.calls
+    g = BY_NAME[backend].group
+    big = sorted({16 * g * k + d for k in (2, 3, 5) for d in (-1, 0, 1, 7)} | {16384, 16385})
+    for n in big if backend != "portable" else big[::3]:
+        pt = rbytes(rng("tls-big", n), n + 1)
+        want = ref(KEY, NONCE, pt, AAD)
+        assert a.encrypt(NONCE, [pt[:n], pt[n:]], AAD) == want, (backend, n)
+        out = bytearray(pt)  # in place: both pieces are views of out
+        mv = memoryview(out)
+        assert a.encrypt_into(out, NONCE, [mv[:n], mv[n:]], AAD) == want[-TAG:], (backend, n)
+        assert bytes(out) == want[:-TAG], (backend, n, "in place")
+    for nonce_len, aad_len, n in ((12, 17, 300), (13, 0, 300), (11, 5, 300), (12, 0, 255),
+                                  (12, 16, 256)):
+        pt = rbytes(rng("near", nonce_len, aad_len, n), n + 1)
+        nonce, aad = b"\x07" * nonce_len, b"\x09" * aad_len
+        got = a.encrypt(nonce, [pt[:n], pt[n:]], aad)
+        assert got == ref(KEY, nonce, pt, aad), (backend, nonce_len, aad_len, n)
+        got = a.encrypt(nonce, [pt[:n], pt[n:n + 1], b""], aad)
+        assert got == ref(KEY, nonce, pt, aad), (backend, nonce_len, aad_len, n, "3 pieces")
+
+
+@pytest.mark.parametrize(("kind", "threshold", "sizes"), [
+    ("aligned", 100, [[48, 48, 3], [48, 48, 4], [48, 48, 5], [96, 3], [100], [101]]),
+    ("unaligned", 200, [[7, 192], [7, 193], [7, 194], [100, 99], [50, 50, 100], [3, 198]]),
+])
+def test_copy_below_threshold(backend, kind, threshold, sizes):
+    """copy_below=(100, 200): a text shorter than the threshold of its kind (aligned: every
+    piece but the last a whole number of blocks) is copied into `out` and sealed there (the
+    `seal` entry); at or above it, the pieces are gathered (`seal_gather`)."""
+    for lens in sizes:
+        total = sum(lens)
+        aligned = all(n % 16 == 0 for n in lens[:-1])
+        assert (kind == "aligned") == aligned, lens
+        pt = rbytes(rng("copy", total, len(lens)), total)
+        pieces, pos = [], 0
+        for n in lens:
+            pieces.append(pt[pos:pos + n])
+            pos += n
+        want = ref(KEY, NONCE, pt, AAD)
+        a, spy = spied(backend)
+        check(a, pieces, want, (100, 200), (backend, lens))
+        path = "seal" if total < threshold else "seal_gather"
+        assert spy.calls == [path, path], (backend, lens, spy.calls)
+        spy.calls.clear()
+        check(a, pieces, want, False, (backend, lens))
+        assert spy.calls == ["seal_gather", "seal_gather"], (backend, lens, spy.calls)
+
+
+def test_copy_below_default_and_true(backend):
+    """None and True use the backend's threshold (the shipped derived one if any); False never
+    copies, even one byte."""
+    a, spy = spied(backend)
+    t_aligned, _ = a._copy_threshold(None)
+    assert a._copy_threshold(True) == a._copy_threshold(None)
+    assert a._copy_threshold(False) == (0, 0)
+    for n in sorted({0, 1, max(t_aligned - 1, 0), t_aligned, t_aligned + 1}):
+        pt = rbytes(rng("dflt", n), n)
+        spy.calls.clear()
+        assert a.encrypt(NONCE, [pt], AAD) == ref(KEY, NONCE, pt, AAD)
+        assert spy.calls == ["seal" if n < t_aligned else "seal_gather"], (n, t_aligned)
+        spy.calls.clear()
+        assert a.encrypt(NONCE, [pt], AAD, copy_below=False) == ref(KEY, NONCE, pt, AAD)
+        assert spy.calls == ["seal_gather"]
+
+
+def test_pieces_in_place_inside_out(backend):
+    """Pieces that are exactly where their output goes (views of `out`) are in place, not
+    overlap: all of them, or only some."""
+    n = 16 * BY_NAME[backend].group + 21
+    pt = rbytes(rng("inplace", n), n)
+    want = ref(KEY, NONCE, pt, AAD)
+    a = AesGcm(KEY, backend=backend)
+    for cut in (0, 1, 16, 17, n - 1, n):
+        for copy_below in (False, (10**6, 10**6)):
+            out = bytearray(pt)
+            mv = memoryview(out)
+            tag = a.encrypt_into(out, NONCE, [mv[:cut], mv[cut:]], AAD, copy_below=copy_below)
+            assert bytes(out) + tag == want, (cut, copy_below)
+            out = bytearray(pt[:cut]) + bytearray(n - cut)
+            mv = memoryview(out)
+            tag = a.encrypt_into(out, NONCE, [mv[:cut], pt[cut:]], AAD, copy_below=copy_below)
+            assert bytes(out) + tag == want, (cut, copy_below, "first piece in place")
+
+
+@settings(max_examples=60)
+@given(n=st.one_of(st.integers(0, 300), st.integers(0, 3000)),
+       cuts=st.lists(st.integers(0, 3000), max_size=7), empties=st.lists(st.integers(0, 8),
+                                                                           max_size=3),
+       copy_below=st.one_of(st.just(False), st.just(None),
+                            st.tuples(st.integers(0, 400), st.integers(0, 400))),
+       nl=st.one_of(st.just(12), st.integers(1, 40)), seed=st.integers(0, 2**32))
+def test_random_splits(backend, n, cuts, empties, copy_below, nl, seed):
+    """Up to 8 pieces (empty ones included) in any arrangement equal the one-shot result."""
+    if backend == "portable":
+        n %= 1000
+    r = rng(seed)
+    pt, nonce, aad = rbytes(r, n), rbytes(r, nl), rbytes(r, seed % 40)
+    bounds = sorted({c % (n + 1) for c in cuts} | {0, n})
+    pieces = [pt[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    for e in empties:
+        pieces.insert(e % (len(pieces) + 1), b"")
+    pieces = pieces[:8] if len(pieces) <= 8 else pieces[:7] + [b"".join(pieces[7:])]
+    assert b"".join(pieces) == pt
+    a = AesGcm(KEY[:16], backend=backend)
+    want = ref(KEY[:16], nonce, pt, aad)
+    assert a.encrypt(nonce, pieces, aad, copy_below=copy_below) == want, [len(p) for p in pieces]
+    out = bytearray(n)
+    tag = a.encrypt_into(out, nonce, [bytearray(p) for p in pieces], aad, copy_below=copy_below)
+    assert bytes(out) + tag == want
+    assert a.decrypt(nonce, want, aad) == pt
+    assert len(want) == n + TAG
