@@ -178,11 +178,42 @@ class Bulk:
                 x = zero(width)
             return [b.add(j, _c(width)), b.add(q, _c(width)), c, acc.lo, acc.mi, acc.hi, x]
 
+        def units(vals, n):
+            """n whole vectors at once: their AES rounds interleave (independent chains in
+            flight), then each is stored and hashed in order."""
+            j, q, c, lo, mi, hi, x = vals
+            acc = Parts(lo, mi, hi)
+            offs = [b.shl(b.add(j, _c(k * w)), _c(4)) for k in range(n)]
+            data = [em.load(self.inp, o, w) for o in offs]
+            outs = data
+            if self.aes:
+                ks = self.keystream(c, w, n)
+                outs = [b.xor(d, k) for d, k in zip(data, ks, strict=True)]
+                for o, v in zip(offs, outs, strict=True):
+                    em.store(v, self.out, o)
+                c = ctrs.add(em, c, n * w)
+            if self.hash:
+                for k in range(n):
+                    src = outs[k] if self.mode == "enc" else data[k]
+                    h = em.bswap_lanes(src)
+                    if k == 0:
+                        h = em.xor(h, x)
+                    pw = f.power(self.ctx, b.sub(r, b.add(q, _c(k * w))), w)
+                    acc = gh.accumulate(acc, h, pw)
+                x = zero(w)
+            return [b.add(j, _c(n * w)), b.add(q, _c(n * w)), c, acc.lo, acc.mi, acc.hi, x]
+
         self.mask_tail = lambda v: v
         ld = lambda width: (lambda off: em.load(self.inp, off, width))  # noqa: E731
         st = lambda off, v: em.store(v, self.out, off)  # noqa: E731
+        vals = [i, npend, ctr, *_parts(acc_w), xin]
+        u = min(self.p.v, 4)  # vectors per iteration of the leftover loop
+        if u > 1:
+            vals = em.loop("wide4", vals,
+                           lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(u * w)), e),
+                           lambda v: units(v, u))
         j, q, ctr, lo, mi, hi, xin = em.loop(
-            "wide", [i, npend, ctr, *_parts(acc_w), xin],
+            "wide", vals,
             lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(w)), e),
             lambda v: unit(w, v, ld(w), st, w))
         acc_w = Parts(lo, mi, hi)
