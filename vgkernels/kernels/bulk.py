@@ -134,18 +134,52 @@ class Bulk:
     # -- the leftover chunk ----------------------------------------------------------------
     def rest(self, i: ir.Value, e: ir.Value, p: ir.Value, has_len: ir.Value, s: ir.Value,
              ctr: ir.Value, pending: ir.Value | None) -> tuple[ir.Value, ir.Value]:
-        """Blocks [i, e), then p partial bytes, then the length block if has_len, after the
-        pending group (enc: the G blocks before i, stored but not hashed yet) when
-        ``pending``; one reduction.  Returns (Y, ctr)."""
+        """Blocks [i, e), then p partial bytes, then the length block if has_len; one
+        reduction.  When ``pending``: enc hashes first the G blocks before i (stored, not
+        hashed yet) while the leftover's AES runs; dec takes its first G blocks as one more
+        stitched group (AES interleaved with GHASH at the descending powers).
+        Returns (Y, ctr)."""
         em, b, f, w, g = self.em, self.b, self.f, self.p.w, self.p.g
         gh = f.gh
         has_p = b.icmp_unsigned("!=", p, _c(0))
         if self.extra:
             has_p = ir.Constant(i1, 1)  # the extra byte always ends the text
-        npend = b.select(pending, _c(g), _c(0)) if pending is not None else _c(0)
+        enc_pending = pending if self.mode == "enc" else None
+        npend = b.select(enc_pending, _c(g), _c(0)) if enc_pending is not None else _c(0)
         r = b.add(b.add(npend, b.sub(e, i)), b.add(b.zext(has_p, i64), b.zext(has_len, i64)))
         acc_w, xin = gh.zero_parts(w), s
-        if pending is not None:
+        j0 = i
+        if pending is not None and self.mode == "dec":
+            def stitched_last():
+                off = b.shl(i, _c(4))
+                data = [em.load(self.inp, b.add(off, _c(16 * w * k)), w)
+                        for k in range(self.p.v)]
+                rounds = aes.aes_rounds(em, f.prims, ctrs.counter_blocks(em, ctr, w, self.p.v),
+                                        self.rk[w])
+                acc: list = [None]
+
+                def steps():
+                    for k in range(self.p.v):
+                        h = em.bswap_lanes(data[k])
+                        if k == 0:
+                            h = em.xor(h, s)
+                        pw = f.power(self.ctx, b.sub(r, _c(k * w)), w)
+                        acc[0] = gh.accumulate(acc[0], h, pw)
+                        yield
+                st = steps()
+                ks = None
+                for ks in rounds:  # noqa: B007  one GHASH step after each AES round
+                    next(st, None)
+                for _ in st:
+                    pass
+                for k in range(self.p.v):
+                    em.store(b.xor(data[k], ks[k]), self.out, b.add(off, _c(16 * w * k)))
+                a = acc[0]
+                return [a.lo, a.mi, a.hi, zero(w), ctrs.add(em, ctr, g), b.add(i, _c(g)), _c(g)]
+            lo, mi, hi, xin, ctr, j0, npend = em.if_else_values(
+                pending, stitched_last, lambda: [*_parts(acc_w), s, ctr, i, _c(0)], "last")
+            acc_w = Parts(lo, mi, hi)
+        if enc_pending is not None:
             def hash_pending():
                 base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
                 acc = None
@@ -156,7 +190,7 @@ class Bulk:
                     acc = gh.accumulate(acc, d, f.power(self.ctx, b.sub(r, _c(j * w)), w))
                 return [acc.lo, acc.mi, acc.hi, zero(w)]
             lo, mi, hi, xin = em.if_else_values(
-                pending, hash_pending, lambda: [*_parts(acc_w), s], "pend")
+                enc_pending, hash_pending, lambda: [*_parts(acc_w), s], "pend")
             acc_w = Parts(lo, mi, hi)
 
         def unit(width: int, vals, load, store, nblk):
@@ -206,7 +240,7 @@ class Bulk:
         self.mask_tail = lambda v: v
         ld = lambda width: (lambda off: em.load(self.inp, off, width))  # noqa: E731
         st = lambda off, v: em.store(v, self.out, off)  # noqa: E731
-        vals = [i, npend, ctr, *_parts(acc_w), xin]
+        vals = [j0, npend, ctr, *_parts(acc_w), xin]
         u = min(self.p.v, 4)  # vectors per iteration of the leftover loop
         if u > 1:
             vals = em.loop("wide4", vals,
@@ -370,7 +404,7 @@ class Bulk:
                            lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), nb), body)[:3]
 
         i, s, c = em.if_else_values(enter, region, lambda: [zero_i, s0, ctr], "region")
-        pending = enter if mode == "enc" else None
+        pending = enter if mode in ("enc", "dec") else None
         false = ir.Constant(i1, 0)
         if split and mode in ("enc", "dec"):
             # "before": the stitched region ends at a multiple of 2G; the rest goes through
