@@ -497,3 +497,18 @@ def test_ab_table_cells_from_alternating_runs():
     wide = ab_table(two, "main", "pr", columns="op")
     assert list(wide.columns) == ["n", "gather", "seal"]
     assert wide.loc[wide["n"] == 64, "gather"].iloc[0] == "261, 257 → 200, 200"
+
+
+def test_tables_accept_a_size_column_named_n():
+    # the bench's nominal size column is `n`; the tables must not collide with their own count
+    df = pd.DataFrame({
+        "op": ["copy_ip", "gather"] * 4, "n": [16, 16, 32, 32] * 2,
+        "ns": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5, 3.5, 4.5], "run": [0, 0, 0, 0, 1, 1, 1, 1],
+        "variant": ["a"] * 4 + ["b"] * 4,
+    })
+    rt = ratio_table(df[df["variant"] == "a"], size_col="n")
+    assert rt["n"].tolist() == [16, 32]
+    assert rt["gather/copy+ip"].tolist() == [2.0, 4.0 / 3.0]
+    ab = ab_table(df[df["op"] == "gather"], "a", "b", size_col="n")
+    assert ab["cell"].tolist() == ["2 → 2", "4 → 4"]
+    assert ab["ratio"].tolist() == [2.5 / 2.0, 4.5 / 4.0]

@@ -277,9 +277,13 @@ class AesGcm:
             return (0, 0)
         if copy_below is None or copy_below is True:
             d = derived_copy_below().get(self.backend.name)
-            if d and d.get("aligned") is not None and d.get("unaligned") is not None:
-                return int(d["aligned"]), int(d["unaligned"])
-            return self.backend.copy_below
+            if not d:
+                return self.backend.copy_below
+            # null: the gather never caught up within the sizes measured, so copy below the
+            # largest of them (past it nothing was measured, and the gather is the default)
+            top = max(d.get("measured", {}).get("sizes", [65536]) or [65536])
+            return tuple(top + 1 if d.get(k) is None else int(d[k])  # type: ignore[return-value]
+                         for k in ("aligned", "unaligned"))
         a, u = copy_below
         return int(a), int(u)
 

@@ -35,14 +35,15 @@ def value_column(df: pd.DataFrame, value_col: str, stat: Stat) -> str:
 def reduce_points(
     df: pd.DataFrame, keys: Sequence[str], value_col: str = "ns", stat: Stat = "min"
 ) -> pd.DataFrame:
-    """One row per ``keys`` with ``value_col`` reduced by ``stat`` and a sample count ``n``."""
+    """One row per ``keys`` with ``value_col`` reduced by ``stat`` and a sample count
+    ``n_samples`` (not ``n``: the tables use ``n`` for the text size, as the threads do)."""
     src = value_column(df, value_col, stat)
     keys = list(keys)
     if not keys:
         vals = df[src].dropna()
-        return pd.DataFrame({value_col: [vals.agg(stat)], "n": [len(vals)]})
+        return pd.DataFrame({value_col: [vals.agg(stat)], "n_samples": [len(vals)]})
     g = df.groupby(keys, dropna=False, observed=True, sort=True)[src]
-    out = g.agg([stat, "count"]).rename(columns={stat: value_col, "count": "n"})
+    out = g.agg([stat, "count"]).rename(columns={stat: value_col, "count": "n_samples"})
     return out.reset_index()
 
 

@@ -28,8 +28,8 @@ def summary(
     """Per case (default keys: those of backend/variant/op/shape/aligned/bytes/blocks present):
     ``n``, ``min_<value_col>``, ``median_<value_col>``."""
     keys = [c for c in CASE_COLS if c in df.columns] if keys is None else list(keys)
-    lo = reduce_points(df, keys, value_col, "min")
-    med = reduce_points(df, keys, value_col, "median").drop(columns="n")
+    lo = reduce_points(df, keys, value_col, "min").rename(columns={"n_samples": "n"})
+    med = reduce_points(df, keys, value_col, "median").drop(columns="n_samples")
     out = lo.rename(columns={value_col: f"min_{value_col}"})
     med = med.rename(columns={value_col: f"median_{value_col}"})
     out = out.merge(med, on=keys, how="left") if keys else out.join(med)

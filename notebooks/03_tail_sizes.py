@@ -1,0 +1,92 @@
+# %% [markdown]
+# # 03 Tail sizes: leftover blocks, partial bytes, cost models
+#
+# Per backend, block counts `stitch_min + k * group + t` for every leftover `t` of
+# `0..group-1` after whole groups of the stitched loop (for `vaes_avx512` that is the
+# remainder of 1..15 blocks after the 16-block loop), and partial final blocks of 1..15
+# bytes, for `tail=split` and `tail=full` in alternating runs. Two cost models are fitted to
+# the best-of-k times per backend, variant and operation:
+#
+# * linear: `fixed + per_block * blocks + per_partial * (bytes % 16 != 0)`;
+# * grouped: `fixed + per_group_iter * (blocks // group) + per_leftover_block * (blocks % group)
+#   + per_partial * ...`, i.e. piecewise linear with a break at every group boundary;
+#
+# and every size is compared with the linear model (`excess`): where the leftover costs
+# more than the model says.
+
+# %% tags=["parameters"]
+profile = "quick"  # tiny | quick | full
+out_dir = None  # report directory (default reports/<date>-<host>/)
+data_dir = None  # sweep data (default <out_dir>/data)
+backends = None  # None: every usable backend (tiny: the best one)
+rtol = 0.10  # flag sizes measured above the linear model by more than this
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from vgkernels import reporting
+from vgkernels.backends import availability
+from vgkernels.reporting import tails
+
+nb = reporting.start("03_tail_sizes", profile, out_dir, data_dir, backends)
+display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
+                 f"passes, {nb.profile.runs} A/B pairs); backends: {', '.join(nb.backends)}"))
+
+# %%
+frames = []
+for be in nb.backends:
+    if availability()[be] is not None:
+        display(Markdown(f"`{be}` skipped: {availability()[be]}"))
+        continue
+    group, stitch_min = tails.geometry(be)
+    sizes = tails.plan(be, nb.profile)
+    display(Markdown(f"`{be}`: group {group}, stitch_min {stitch_min}; {len(sizes)} sizes "
+                     f"from {min(sizes)} to {max(sizes)} bytes"))
+    res = nb.sweep("blocks", backends=[be], sizes=sizes, ab=("tail=split", "tail=full"),
+                   runs=nb.profile.runs, peers=False, label=f"tails {be}")
+    frames.append(res.df)
+df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+# %% [markdown]
+# ## Cost models and their fit
+
+# %%
+lin, grp = tails.fit_models(df) if len(df) else ({}, {})
+models = nb.table(tails.model_table(lin, grp), "models")
+models
+
+# %% [markdown]
+# ## The leftover after whole groups, and partial bytes
+
+# %%
+rem = nb.table(tails.remainder_cost(df) if len(df) else pd.DataFrame(), "remainder")
+rem
+
+# %%
+g = tails.plot_leftover(df)
+nb.figure(g, "leftover", headline=True, title="ns added by t leftover blocks")
+plt.show()
+
+# %%
+g = tails.plot_partial(df)
+nb.figure(g, "partial", title="partial final block")
+plt.show()
+
+# %% [markdown]
+# ## Where the tail costs more than the model says
+
+# %%
+ex = tails.excess_table(df, lin, rtol=rtol) if lin else pd.DataFrame()
+nb.table(ex, "excess")
+ex[ex["flagged"]] if len(ex) else ex
+
+# %%
+g = tails.plot_excess(ex, rtol=rtol)
+nb.figure(g, "excess", title="measured / linear model - 1")
+plt.show()
+
+# %%
+nb.headline({"models": len(lin), "flagged": int(ex["flagged"].sum()) if len(ex) else 0})
+nb.conclude(tails.conclusions(models, rem, ex, rtol=rtol))

@@ -1,0 +1,82 @@
+# %% [markdown]
+# # 04 copy_below: gather against copy + seal in place
+#
+# Encrypting a text given as two pieces (n bytes, then 1 byte: the TLS record shape) either
+# gathers from the pieces (`gather`: `seal_gather`, out of place) or copies them into the
+# output and seals in place (`copy_ip`). Per backend, from 16 B to 64 KiB, with every
+# aligned size (the first piece ends on a block boundary) next to its unaligned twin one byte
+# shorter, and dense sizes added where the two cross. The threshold below which copying wins
+# comes from `vgkernels.analysis.copy_below` (the smallest size from which the gather is at
+# least as fast at every larger measured size, within `rtol`), with a bootstrap confidence
+# interval. The aim is a gather that never loses, so that the thresholds fall to zero.
+#
+# Writes `copy_below.json` into the report directory; with `install=True` also into
+# `vgkernels/data/copy_below.json`, which `vgkernels.api` reads for its default dispatch.
+
+# %% tags=["parameters"]
+profile = "quick"  # tiny | quick | full
+out_dir = None  # report directory (default reports/<date>-<host>/)
+data_dir = None  # sweep data (default <out_dir>/data)
+backends = None  # None: every usable backend (tiny: the best one)
+rtol = 0.01  # the gather counts as "at least as fast" within this
+install = False  # also write vgkernels/data/copy_below.json (package data)
+
+# %%
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+from vgkernels import reporting
+from vgkernels.reporting import copybelow as cb
+
+nb = reporting.start("04_copy_below", profile, out_dir, data_dir, backends)
+display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
+                 f"passes, {nb.profile.n_boot} bootstrap replicates); backends: "
+                 f"{', '.join(nb.backends)}"))
+
+# %%
+res = nb.sweep("copy_below", sizes=cb.sizes(nb.profile), refine=cb.refine(nb.profile))
+samples = res.samples
+refined = res.meta["params"].get("refined_sizes") or {}
+display(Markdown(f"{len(res.df)} cases, {len(samples)} samples; sizes added where gather and "
+                 f"copy+ip cross: " + (", ".join(f"{be}: {len(v)}" for be, v in refined.items())
+                                       or "none")))
+
+# %% [markdown]
+# ## Thresholds
+
+# %%
+results = cb.thresholds(samples, n_boot=nb.profile.n_boot, rtol=rtol)
+nb.table(cb.threshold_table(results), "thresholds")
+
+# %%
+doc = cb.document(results, samples, {**res.meta, "run_id": res.run_id})
+cb.check_document(doc)
+path = nb.file(cb.write(doc, nb.paths.out / "copy_below.json"))
+if install:
+    installed = cb.write(doc, cb.package_data_path())
+    display(Markdown(f"Installed the thresholds into `{installed}`."))
+display(Markdown(f"Wrote `{path}`"))
+doc
+
+# %%
+g = cb.plot_ratio(results)
+nb.figure(g, "ratio", headline=True, title="gather / copy+ip against size")
+plt.show()
+
+# %% [markdown]
+# ## The PR thread's table: n, copy+ip, gather, ratio (best of k, ns)
+
+# %%
+table = cb.ratio_tables(samples)
+for be in nb.backends:
+    t = table[table["backend"] == be].drop(columns="backend") if len(table) else table
+    if len(t):
+        nb.table(t, f"thread_table-{be}")
+        display(Markdown(f"**{be}**"), t.set_index("n"))
+
+# %%
+nb.table(cb.summary_stats(results), "summary")
+
+# %%
+nb.headline(cb.headline(results))
+nb.conclude(cb.statements(results, samples))

@@ -1,0 +1,69 @@
+# %% [markdown]
+# # 06 Peers and roofline
+#
+# Throughput (GB/s = bytes / ns, best of k) of every backend's seal against OpenSSL's
+# libcrypto masked to the same CPU features (`OPENSSL_ia32cap`, one worker process per
+# backend), OpenSSL's copy + seal for the n + 1 two-piece shape, and `cryptography`'s AESGCM,
+# whose time includes the Python call and the output allocation. Then each backend's share
+# of its CTR-only roofline: the `roofline` sweep times `ctr32` (AES keystream alone),
+# `ghash`, `encrypt_blocks` (stitched CTR + GHASH) and `seal`.
+
+# %% tags=["parameters"]
+profile = "quick"  # tiny | quick | full
+out_dir = None  # report directory (default reports/<date>-<host>/)
+data_dir = None  # sweep data (default <out_dir>/data)
+backends = None  # None: every usable backend (tiny: the best one)
+peers = True  # OpenSSL (masked per backend) and cryptography
+
+# %%
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+from vgkernels import reporting
+from vgkernels.reporting import peers as pr
+
+nb = reporting.start("06_peers_roofline", profile, out_dir, data_dir, backends)
+display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
+                 f"passes); backends: {', '.join(nb.backends)}"))
+
+# %%
+res = nb.sweep("peers", sizes=pr.sizes(nb.profile), peers=peers)
+df = res.df
+masks = res.meta.get("masks") or {}
+if masks:
+    display(Markdown("OpenSSL masks: " + "; ".join(f"`{be}`: `OPENSSL_ia32cap={m}`"
+                                                   for be, m in masks.items())))
+
+# %% [markdown]
+# ## Throughput against OpenSSL
+
+# %%
+g = pr.plot_throughput(df)
+nb.figure(g, "throughput", headline=True, title="GB/s against bytes, per backend vs OpenSSL")
+plt.show()
+
+# %%
+fig = pr.plot_all(df)
+nb.figure(fig, "throughput_all", title="seal GB/s of every backend")
+plt.show()
+
+# %%
+cmp = nb.table(pr.compare_table(df), "compare")
+cmp
+
+# %% [markdown]
+# ## Roofline: seal against the CTR-only keystream rate
+
+# %%
+roof = nb.sweep("roofline", sizes=pr.roofline_sizes(nb.profile))
+rt = nb.table(pr.roofline_table(roof.df), "roofline")
+rt
+
+# %%
+fig = pr.plot_roofline(rt)
+nb.figure(fig, "roofline", headline=True, title="share of the CTR-only roofline")
+plt.show()
+
+# %%
+nb.headline(pr.headline(df, rt))
+nb.conclude(pr.conclusions(df, rt))

@@ -1,0 +1,191 @@
+"""The report notebooks: stored without outputs and in step with their percent scripts, and
+each one executed through papermill with the tiny profile, checking what it leaves behind
+(tables, figures, copy_below.json, computed conclusions) and that no cell failed."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from vgkernels.reporting import batch, common
+from vgkernels.reporting import notebooks as nbs
+
+ROOT = Path(__file__).resolve().parents[1]
+NB_DIR = ROOT / "notebooks"
+PARAMS = {"profile", "out_dir", "data_dir", "backends"}
+
+
+def _read(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+
+
+# -- stored form ---------------------------------------------------------------------------------
+
+
+def test_every_notebook_is_there():
+    assert [p.stem for p in nbs.discover(NB_DIR)] == list(nbs.NOTEBOOKS)
+    assert sorted(p.stem for p in NB_DIR.glob("[0-9][0-9]_*.py")) == list(nbs.NOTEBOOKS)
+
+
+def test_ipynb_in_step_with_percent_scripts():
+    stale = nbs.sync(NB_DIR, check=True)
+    assert not stale, (f"regenerate with `vgkernels report --sync-notebooks`: "
+                       f"{[p.name for p in stale]}")
+
+
+@pytest.mark.parametrize("name", nbs.NOTEBOOKS)
+def test_stored_without_outputs_with_parameters_cell(name):
+    nb = _read(name)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    names = {t.id for node in ast.parse(tagged[0].source).body if isinstance(node, ast.Assign)
+             for t in node.targets}
+    assert PARAMS <= names, f"{name}: parameters cell lacks {PARAMS - names}"
+
+
+def test_stored_kernelspec_exists_in_this_environment():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")  # what ipykernel provides
+    assert spec.language == "python"
+
+
+# -- executed ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_name():
+    with batch.kernel() as name:
+        yield name
+
+
+def _outputs(nb: nbformat.NotebookNode, kind: str) -> list[str]:
+    texts = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if kind in data:
+                v = data[kind]
+                texts.append("".join(v) if isinstance(v, list) else v)
+    return texts
+
+
+def _execute(name: str, tmp: Path, kernel: str, **extra) -> tuple[Path, dict]:
+    out = tmp / "report"
+    params = {"profile": "tiny", "out_dir": str(out), "data_dir": str(out / "data"),
+              "backends": None, **extra}
+    run = batch.execute(NB_DIR / f"{name}.ipynb", out, params, kernel, html_out=False)
+    assert run.status == "ok", f"{name} failed: {run.error}"
+    return out, common.read_notes(out)[name]
+
+
+@pytest.mark.parametrize("name", nbs.NOTEBOOKS)
+def test_notebook_runs_tiny(name, tmp_path, kernel_name):
+    out, notes = _execute(name, tmp_path, kernel_name)
+    nb = nbformat.read(out / f"{name}.ipynb", as_version=4)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, errors
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "profile = \"tiny\"" in injected[0].source
+    # conclusions: computed, saved, and shown in the notebook
+    assert notes["conclusions"], "no conclusions"
+    md = "\n".join(_outputs(nb, "text/markdown"))
+    assert "### Conclusions" in md
+    assert notes["conclusions"][0][:40] in md
+    # figures and tables on disk
+    assert notes["figures"], "no figures"
+    for f in notes["figures"]:
+        p = out / f["path"]
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000, p
+    for t in notes["tables"]:
+        assert (out / t).exists(), t
+    for s in notes["sweeps"]:
+        assert not s["errors"], s["errors"]
+        for f in s["files"]:
+            assert (out / f).exists(), f
+    CHECKS[name](out, notes)
+
+
+def _check_inventory(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    sets = pd.read_csv(out / "tables" / "01_inventory-kernel_sets.csv")
+    assert set(sets["tail"]) == {"full", "split"}
+    assert (sets["obj_bytes"] > 0).all() and (sets["asm_lines"] > 0).all()
+    times = pd.read_csv(out / "tables" / "01_inventory-compile_times.csv")
+    assert (times["cold_compile_s"] > 0).all() and times["warm_from_cache"].all()
+    check = pd.read_csv(out / "tables" / "01_inventory-selfcheck.csv")
+    assert check["ok"].all()
+    assert notes["headline"]["selfcheck_ok"] is True
+    assert any("Self-check" in c for c in notes["conclusions"])
+
+
+def _check_blocks(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    be = notes["backends"][0]
+    t = pd.read_csv(out / "tables" / f"02_block_counts-thread_table-{be}.csv")
+    assert list(t.columns) == ["bytes", "in place", "OpenSSL", "out of place (+1)",
+                               "OpenSSL (+1)", "in place change"]
+    assert {384, 640} <= set(t["bytes"])
+    cell = t.loc[t["bytes"] == 384, "in place"].iloc[0]
+    assert "→" in cell and cell.count(",") == 2  # "a, b → c, d": two runs of each variant
+    h = notes["headline"]["backends"][be]
+    assert h["split_384"] > 0 and h["full_384"] > 0
+
+
+def _check_tails(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    m = pd.read_csv(out / "tables" / "03_tail_sizes-models.csv")
+    assert {"fixed", "per_block", "r2_linear", "per_group_iter", "per_leftover_block",
+            "r2_grouped"} <= set(m.columns)
+    assert set(m["tail"]) == {"split", "full"}
+    ex = pd.read_csv(out / "tables" / "03_tail_sizes-excess.csv")
+    assert {"measured", "predicted", "excess", "flagged"} <= set(ex.columns)
+
+
+def _check_copy_below(out: Path, notes: dict) -> None:
+    from vgkernels.reporting import copybelow
+
+    doc = json.loads((out / "copy_below.json").read_text())
+    copybelow.check_document(doc)
+    assert set(doc) == set(notes["backends"])
+    for entry in doc.values():
+        assert set(entry) >= {"aligned", "unaligned", "ci"}
+        assert set(entry["ci"]) == {"aligned", "unaligned"}
+    assert "copy_below.json" in notes["files"]
+    assert any("copy dispatch" in c for c in notes["conclusions"])
+
+
+def _check_two_slice(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    if not notes["backends"]:
+        assert "nothing to compare" in notes["conclusions"][0]
+        return
+    be = notes["backends"][0]
+    t = pd.read_csv(out / "tables" / f"05_two_slice-thread_table-{be}.csv")
+    assert {"n", "n % 16", "two-slice first", "copy first",
+            "copy first / two-slice first"} <= set(t.columns)
+    assert 15 in set(t["n % 16"])
+
+
+def _check_peers(out: Path, notes: dict) -> None:
+    be = notes["backends"][0]
+    h = notes["headline"]["backends"][be]
+    assert h["gbps_16k"] > 0 and h["ns_16"] > 0 and h["ns_1k"] > 0
+    assert 0 < h["roofline_share"] < 2
+
+
+CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
+          "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
+          "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers}

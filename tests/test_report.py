@@ -1,0 +1,268 @@
+"""The report batch (``vgkernels report``): the headline table, notebook selection, failure
+reporting, and a tiny batch run from an unactivated environment whose index.html is opened
+in headless Chromium (skipped, saying so, when Chromium is not installed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from vgkernels import report
+from vgkernels.reporting import batch, common, copybelow
+from vgkernels.reporting import notebooks as nbs
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or next(
+    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()), None)
+
+
+# -- pieces ----------------------------------------------------------------------------------
+
+
+def test_report_main_is_the_batch():
+    assert report.main is batch.main
+
+
+def test_select_notebooks():
+    paths = [Path(f"{n}.ipynb") for n in nbs.NOTEBOOKS]
+    pick = lambda only: [p.stem for p in nbs.select(paths, only)]  # noqa: E731
+    assert pick(None) == list(nbs.NOTEBOOKS)
+    assert pick(["02"]) == ["02_block_counts"]
+    assert pick(["4"]) == ["04_copy_below"]
+    assert pick(["copy_below", "06_peers_roofline"]) == ["04_copy_below", "06_peers_roofline"]
+    assert pick(["nothing"]) == []
+
+
+def test_profiles_and_backends():
+    assert [common.get_profile(p).name for p in common.PROFILES] == ["tiny", "quick", "full"]
+    with pytest.raises(ValueError, match="unknown profile"):
+        common.get_profile("huge")
+    assert common.parse_backends("a, b c") == ["a", "b", "c"]
+    assert common.parse_backends(None) is None
+    from vgkernels.backends import choose, usable
+
+    assert common.choose_backends(None, "tiny") == [choose().name]
+    assert common.choose_backends(None, "quick") == [b.name for b in usable()]
+    with pytest.raises(ValueError, match="unknown backend"):
+        common.choose_backends(["nope"], "quick")
+
+
+def test_profile_plans():
+    from vgkernels.backends import BACKENDS
+    from vgkernels.reporting import blocks, inventory, peers, tails, twoslice
+
+    assert blocks.sizes("full") == [16 * b for b in range(1, 73)]
+    assert set(blocks.THREAD_SIZES) <= set(blocks.sizes("quick"))
+    assert {384, 640} <= set(blocks.sizes("tiny"))
+    for prof in common.PROFILES:
+        for sz in (peers.sizes(prof),):
+            assert set(peers.HEADLINE_SIZES) <= set(sz)
+        assert {n % 16 for n in twoslice.sizes(prof)} >= {0, 15}
+        assert all(n >= 256 for n in twoslice.sizes(prof))
+    assert {n % 16 for n in twoslice.sizes("full")} == set(range(16))
+    assert copybelow.sizes("full") is None and not copybelow.refine("tiny")
+    for be in BACKENDS:
+        g, s = tails.geometry(be.name)
+        whole = {n // 16 for n in tails.plan(be.name, "quick") if n % 16 == 0}
+        assert {s + t for t in range(g)} <= whole and s + 2 * g in whole
+        assert {n % 16 for n in tails.plan(be.name, "full")} == set(range(16))
+        groups = {v.group for v in inventory.variants(be.name, "full")}
+        assert groups == set(be.groups)
+        assert {v.tail for v in inventory.variants(be.name, "tiny")} == {"split", "full"}
+
+
+def test_default_out_dir_is_reports_date_host():
+    d = common.default_out_dir(ROOT / "tests")
+    assert d.parent == ROOT / "reports"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-[A-Za-z0-9_.-]+", d.name)
+
+
+def test_parameter_values():
+    assert batch._value("true") is True
+    assert batch._value("3") == 3
+    assert batch._value("null") is None
+    assert batch._value("vaes_avx512") == "vaes_avx512"
+
+
+def test_kernel_spec_runs_this_interpreter():
+    before = os.environ.get("JUPYTER_PATH")
+    with batch.kernel() as name:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        spec = KernelSpecManager().get_kernel_spec(name)
+        assert spec.argv[0] == sys.executable
+    assert os.environ.get("JUPYTER_PATH") == before
+
+
+def test_headline_table_from_notes():
+    notes = {
+        "06_peers_roofline": {"headline": {"backends": {"vaes_avx512": {
+            "gbps_16k": 14.2, "ns_16": 30.4, "ns_1k": 99.4, "openssl_ratio_16k": 3.11,
+            "openssl_ratio_1k": 4.15}}}},
+        "04_copy_below": {"headline": {"backends": {
+            "vaes_avx512": {"aligned": 0, "unaligned": 1456},
+            "aesni_pclmul": {"aligned": None, "unaligned": 2048}}}},
+        "02_block_counts": {"headline": {"backends": {"vaes_avx512": {
+            "split_384": 250.0, "full_384": 190.0, "change_384": -0.24}}}},
+    }
+    t = batch.headline_table(notes, text=True)
+    assert list(t["backend"]) == ["aesni_pclmul", "vaes_avx512"]  # backend-table order
+    row = t.set_index("backend").loc["vaes_avx512"]
+    assert row["GB/s @16 KiB"] == "14.20"
+    assert row["vs OpenSSL @16 KiB"] == "3.11×"
+    assert row["copy_below (aligned, unaligned)"] == "0 (never copy), 1456 B"
+    assert row["split→full @384 B"] == "-24.0% (250 → 190 ns)"
+    other = t.set_index("backend").loc["aesni_pclmul"]
+    assert other["copy_below (aligned, unaligned)"] == "no crossover, 2048 B"
+    assert other["GB/s @16 KiB"] == "—"
+    assert batch.headline_table({}).empty
+
+
+def test_copy_below_document_is_what_the_api_reads(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = []
+    for aligned, n0 in ((True, 512), (False, 2048)):
+        for n in (64, 256, 1024, 4096, 16384):
+            size = n if aligned else n - 1
+            for op, ns in (("copy_ip", 50 + 0.25 * n), ("gather", 50 + 0.25 * n + 0.1 * (n0 - n))):
+                for _ in range(9):
+                    rows.append({"backend": "vaes_avx512", "variant": "v", "op": op,
+                                 "shape": "n+1", "aligned": aligned, "n": size,
+                                 "bytes": size + 1, "ns": ns * rng.uniform(1.0, 1.002)})
+    samples = pd.DataFrame(rows)
+    res = copybelow.thresholds(samples, n_boot=50)
+    doc = copybelow.document(res, samples, {"host": "h"})
+    copybelow.check_document(doc)
+    assert doc["vaes_avx512"]["aligned"] == 1025 and doc["vaes_avx512"]["unaligned"] == 4096
+    path = copybelow.write(doc, tmp_path / "copy_below.json")
+    assert json.loads(path.read_text())["vaes_avx512"]["ci"]["aligned"]["n_boot"] == 50
+    api_path = resources.files("vgkernels").joinpath("data/copy_below.json")
+    assert Path(str(api_path)).resolve() == copybelow.package_data_path()
+    with pytest.raises(ValueError):
+        copybelow.check_document({"x": {"aligned": -1, "unaligned": None}})
+    lines = copybelow.statements(res, samples)
+    assert lines and "copy dispatch pays off" in lines[0] and "1025" in lines[0]
+
+
+# -- the batch -------------------------------------------------------------------------------
+
+
+def _notebook(path: Path, *cells: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(nbs.KERNELSPEC)
+    params = nbformat.v4.new_code_cell('profile = "quick"\nout_dir = None\ndata_dir = None\n'
+                                       "backends = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params] + [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def test_failing_notebook_is_reported_not_hidden(tmp_path, capsys):
+    d = tmp_path / "notebooks"
+    d.mkdir()
+    _notebook(d / "01_fine.ipynb", "x = 1 + 1")
+    _notebook(d / "02_broken.ipynb", "y = 1 / 0")
+    out = tmp_path / "out"
+    rc = batch.main(["--profile", "tiny", "--out", str(out), "--notebooks", str(d),
+                     "--no-progress"])
+    assert rc == 1
+    text = (out / "index.html").read_text()
+    assert "1 notebook(s) failed" in text and "ZeroDivisionError" in text
+    assert "02_broken.html" in text and (out / "02_broken.html").exists()
+    idx = json.loads((out / "index.json").read_text())
+    assert [r["status"] for r in idx["notebooks"]] == ["ok", "failed"]
+    assert "FAILED: 02_broken" in capsys.readouterr().err
+
+
+def test_unknown_notebook_is_an_error(capsys):
+    assert batch.main(["--only", "99_nothing", "--no-progress"]) == 2
+    assert "no notebook matches" in capsys.readouterr().err
+
+
+def _png_stats(path: Path) -> tuple[tuple[int, int], int, float]:
+    from PIL import Image
+
+    im = Image.open(path).convert("RGB")
+    colours = im.getcolors(maxcolors=1 << 20) or []
+    px = np.asarray(im, dtype=np.int16)
+    not_white = float(np.mean(np.any(px < 235, axis=2)))
+    return im.size, len(colours), not_white
+
+
+def test_batch_tiny_writes_index_and_renders(tmp_path):
+    """The batch from an unactivated environment (no venv on PATH): index.html with the
+    headline table and working links; then the page in headless Chromium."""
+    out = tmp_path / "report"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "JUPYTER_PATH")}
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    proc = subprocess.run(
+        [sys.executable, "-m", "vgkernels", "report", "--profile", "tiny", "--out", str(out),
+         "--only", "02", "04", "06", "--no-progress"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    best = common.choose_backends(None, "tiny")[0]
+    assert re.search(rf"^{best}\s", proc.stdout, re.M), proc.stdout  # headline printed
+    html = (out / "index.html").read_text()
+    assert "<h2 id='headline'>Headline</h2>" in html and "class=\"dataframe headline\"" in html
+    for col in ("GB/s @16 KiB", "ns @16 B", "ns @1 KiB", "vs OpenSSL @16 KiB",
+                "copy_below (aligned, unaligned)", "split→full @384 B"):
+        assert col in html, col
+    assert f"<td>{best}</td>" in html
+    links = set(re.findall(r"(?:href|src)='([^']+)'", html)) | set(
+        re.findall(r'(?:href|src)="([^"]+)"', html))
+    for name in ("02_block_counts", "04_copy_below", "06_peers_roofline"):
+        assert f"{name}.html" in links and f"{name}.ipynb" in links
+    for link in links:
+        assert (out / link).exists(), link
+    assert any(link.startswith("figures/") and link.endswith(".png") for link in links)
+    assert "copy_below.json" in links and "01_inventory" in html  # not run: listed anyway
+    idx = json.loads((out / "index.json").read_text())
+    assert idx["headline"][0]["backend"] == best
+    assert idx["headline"][0]["GB/s @16 KiB"] > 0
+    assert {r["name"]: r["status"] for r in idx["notebooks"]}["02_block_counts"] == "ok"
+
+    if CHROMIUM is None:
+        pytest.skip("index.html checks passed; Chromium is not installed (Debian package "
+                    "`chromium`), so the page was not rendered to a screenshot")
+    shot = tmp_path / "index.png"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}",
+         f"--screenshot={shot}", "--window-size=1280,900", (out / "index.html").as_uri()],
+        capture_output=True, timeout=120, check=False)
+    assert shot.exists() and shot.stat().st_size > 20_000, "no (or an empty) screenshot"
+    size, colours, not_white = _png_stats(shot)
+    assert size == (1280, 900)
+    assert colours > 50, f"screenshot has only {colours} colours"
+    assert not_white > 0.03, f"screenshot is almost blank ({not_white:.1%} non-white)"
+    if os.environ.get("VG_REPORT_SCREENSHOT"):
+        shutil.copy(shot, os.environ["VG_REPORT_SCREENSHOT"])
+
+
+@pytest.mark.skipif(os.environ.get("VG_TEST_FRESH_VENV") != "1",
+                    reason="set VG_TEST_FRESH_VENV=1 to run the README's report command in a "
+                           "fresh venv (needs PyPI; minutes)")
+def test_readme_flow_in_a_fresh_venv(tmp_path):
+    venv = tmp_path / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-e", str(ROOT)], check=True,
+                   timeout=1800)
+    out = tmp_path / "report"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "JUPYTER_PATH")}
+    proc = subprocess.run([str(venv / "bin" / "vgkernels"), "report", "--profile", "tiny",
+                           "--out", str(out), "--no-progress"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "index.html").exists()

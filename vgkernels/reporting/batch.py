@@ -1,0 +1,547 @@
+"""The report batch: every notebook through papermill into one report directory, each
+rendered to HTML, and an index.html with the headline numbers, figures and links.
+
+``vgkernels report [--profile tiny|quick|full] [--out DIR] [--backends ...] [--only NB ...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import notebooks as nbs
+from .common import (
+    PROFILES,
+    PROGRESS_ENV,
+    default_out_dir,
+    get_profile,
+    jsonable,
+    note_path,
+    parse_backends,
+    read_notes,
+)
+
+KERNEL_NAME = "vgkernels-python3"
+
+
+# -- the kernel --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def kernel() -> Iterator[str]:
+    """A Jupyter kernelspec that runs this very interpreter (``sys.executable``), so the
+    notebooks see the same vgkernels whether or not its environment is activated.  It lives
+    in a temporary directory put first on ``JUPYTER_PATH`` while the context is open; yields
+    its name (for papermill's ``kernel_name``)."""
+    with tempfile.TemporaryDirectory(prefix="vgkernels-kernel-") as d:
+        spec = Path(d) / "kernels" / KERNEL_NAME
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python {platform.python_version()} (vgkernels)",
+            "language": "python",
+            "metadata": {"debugger": False},
+        }, indent=1))
+        old = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = d + (os.pathsep + old if old else "")
+        try:
+            yield KERNEL_NAME
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old
+
+
+def kernel_manager_class() -> type:
+    """The kernel manager papermill uses: the kernel talks over Unix sockets in Jupyter's
+    private runtime directory (IPC) rather than unencrypted TCP on localhost."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, *args: Any, **kwargs: Any):
+            kwargs.setdefault("transport", "ipc")
+            super().__init__(*args, **kwargs)
+
+    return IPCKernelManager
+
+
+# -- one notebook ------------------------------------------------------------------------------
+
+
+@dataclass
+class NotebookRun:
+    name: str
+    status: str = "not run"  # ok | failed | not run
+    seconds: float = 0.0
+    error: str | None = None
+    ipynb: str | None = None
+    html: str | None = None
+    earlier: bool = False  # artefacts from an earlier run in the same directory
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _error_text(exc: BaseException) -> str:
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    if ename:
+        cell = getattr(exc, "exec_count", None)
+        where = f" (cell {cell})" if cell else ""
+        return f"{ename}: {evalue}{where}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
+            html_out: bool = True, timeout: float | None = None) -> NotebookRun:
+    """Run one notebook with papermill into ``out`` (executed .ipynb and, with ``html_out``,
+    its HTML); a failure is caught and reported in the result, never raised."""
+    import papermill as pm
+
+    name = src.stem
+    out.mkdir(parents=True, exist_ok=True)
+    run = NotebookRun(name, parameters=dict(parameters))
+    dest = out / f"{name}.ipynb"
+    with contextlib.suppress(FileNotFoundError):
+        note_path(out, name).unlink()  # no stale notes from an earlier run
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(str(src), str(dest), parameters=parameters, kernel_name=kernel_name,
+                            progress_bar=False, log_output=False, cwd=str(out),
+                            execution_timeout=timeout,
+                            kernel_manager_class=kernel_manager_class())
+        run.status = "ok"
+    except Exception as e:  # noqa: BLE001 - one notebook's failure must not stop the batch
+        run.status, run.error = "failed", _error_text(e)
+    run.seconds = time.perf_counter() - t0
+    if dest.exists():
+        run.ipynb = dest.name
+        if html_out:
+            try:
+                run.html = render_html(dest).name
+            except Exception as e:  # noqa: BLE001
+                run.error = (run.error + "; " if run.error else "") + f"HTML: {_error_text(e)}"
+    return run
+
+
+def render_html(ipynb: Path) -> Path:
+    """An executed notebook as standalone HTML next to it."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_filename(str(ipynb))
+    path = ipynb.with_suffix(".html")
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+class _Progress:
+    """The batch's progress bar: which notebook runs, and (polled from the file the notebook
+    writes, see vgkernels.reporting.common.report_progress) which sweep and how far."""
+
+    def __init__(self, total: int, enabled: bool, path: Path):
+        self.path = path
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{desc}  [{n_fmt}/{total_fmt} notebooks, {elapsed}]")
+        self.name = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._seen = None
+
+    def start(self, name: str) -> None:
+        if self.bar is None:
+            return
+        self.name = name
+        self.bar.set_description_str(f"report: {name} (starting)")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                st = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                continue
+            key = (st.get("sweep"), st.get("done"), st.get("total"))
+            if key != self._seen and self.bar is not None and st.get("notebook") == self.name:
+                self._seen = key
+                self.bar.set_description_str(f"report: {self.name} · sweep {st['sweep']} "
+                                             f"{st['done']}/{st['total']} chunks")
+
+    def done(self, run: NotebookRun) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        msg = f"{run.name}: {run.status} in {run.seconds:.1f} s" + \
+              (f" ({run.error})" if run.error else "")
+        if self.bar is not None:
+            self.bar.set_description_str(f"report: {run.name} ({run.status})")
+            self.bar.update(1)
+            self.bar.write(msg, file=sys.stderr)
+        else:
+            print(msg, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# -- the headline ------------------------------------------------------------------------------
+
+
+def _per_backend(notes: dict[str, dict[str, Any]], notebook: str) -> dict[str, dict[str, Any]]:
+    return (notes.get(notebook, {}).get("headline", {}) or {}).get("backends", {}) or {}
+
+
+def _thr(x: Any) -> str:
+    if x is None or pd.isna(x):
+        return "no crossover"
+    return "0 (never copy)" if int(x) == 0 else f"{int(x)} B"
+
+
+def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.DataFrame:
+    """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, OpenSSL's time over ours
+    (masked to the same features), the copy_below thresholds and the split -> full change
+    at 384 B, from the notebooks' notes.  ``text``: formatted cells instead of numbers."""
+    peers = _per_backend(notes, "06_peers_roofline")
+    cb = _per_backend(notes, "04_copy_below")
+    blocks = _per_backend(notes, "02_block_counts")
+    from ..backends import BACKENDS
+
+    order = [b.name for b in BACKENDS]
+    names = sorted(set(peers) | set(cb) | set(blocks),
+                   key=lambda n: order.index(n) if n in order else len(order))
+    rows = []
+    for be in names:
+        p, c, b = peers.get(be, {}), cb.get(be), blocks.get(be, {})
+        rows.append({
+            "backend": be,
+            "GB/s @16 KiB": p.get("gbps_16k"),
+            "ns @16 B": p.get("ns_16"),
+            "ns @1 KiB": p.get("ns_1k"),
+            "OpenSSL / ours @16 KiB": p.get("openssl_ratio_16k"),
+            "OpenSSL / ours @1 KiB": p.get("openssl_ratio_1k"),
+            "copy_below aligned": None if c is None else c.get("aligned"),
+            "copy_below unaligned": None if c is None else c.get("unaligned"),
+            "_cb_known": c is not None,
+            "split ns @384 B": b.get("split_384"),
+            "full ns @384 B": b.get("full_384"),
+            "split→full @384 B": b.get("change_384"),
+        })
+    df = pd.DataFrame(rows)
+    if not text or df.empty:
+        return df.drop(columns="_cb_known", errors="ignore")
+
+    def num(x: Any, f: str) -> str:
+        return "—" if x is None or pd.isna(x) else format(x, f)
+
+    out = pd.DataFrame({"backend": df["backend"]})
+    out["GB/s @16 KiB"] = [num(x, ".2f") for x in df["GB/s @16 KiB"]]
+    out["ns @16 B"] = [num(x, ".1f") for x in df["ns @16 B"]]
+    out["ns @1 KiB"] = [num(x, ".1f") for x in df["ns @1 KiB"]]
+    out["vs OpenSSL @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
+                                                  else "") for x in df["OpenSSL / ours @16 KiB"]]
+    out["vs OpenSSL @1 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
+                                                 else "") for x in df["OpenSSL / ours @1 KiB"]]
+    out["copy_below (aligned, unaligned)"] = [
+        f"{_thr(a)}, {_thr(u)}" if known else "—"
+        for a, u, known in zip(df["copy_below aligned"], df["copy_below unaligned"],
+                               df["_cb_known"], strict=True)]
+    out["split→full @384 B"] = [
+        "—" if ch is None or pd.isna(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
+        for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
+                            df["full ns @384 B"], strict=True)]
+    return out
+
+
+# -- index.html --------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
+max-width:1200px;padding:0 1rem;color:#1d2330;background:#fff}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.25rem;margin-top:2rem;
+border-bottom:2px solid #dfe3ea;padding-bottom:.2rem}
+.meta{color:#55607a;font-size:.9rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.92rem}
+th,td{border:1px solid #d5dae3;padding:.3rem .6rem;text-align:left;vertical-align:top}
+th{background:#eef2f8}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#1b7a35;font-weight:600}.failed{color:#b3261e;font-weight:700}
+.notrun{color:#77808f}
+.banner{background:#fdecea;border:1px solid #f5c2bd;padding:.6rem 1rem;border-radius:6px}
+.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:1rem}
+figure{margin:0;border:1px solid #e2e6ee;border-radius:6px;padding:.5rem;background:#fbfcfe}
+figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
+.concl li{margin:.2rem 0}code{background:#f1f3f7;padding:0 .2rem;border-radius:3px}
+"""
+
+
+def _md(text: str) -> str:
+    try:
+        import mistune
+
+        out = mistune.html(text)
+        return out.strip().removeprefix("<p>").removesuffix("</p>")
+    except Exception:  # noqa: BLE001 - plain text is good enough
+        return html.escape(text)
+
+
+def _link(href: str | None, label: str) -> str:
+    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>' if href else ""
+
+
+def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
+    """index.html (and index.json) of a report directory."""
+    notes = read_notes(out)
+    failed = [r for r in runs if r.status == "failed"]
+    esc = html.escape
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>vgkernels report — {esc(meta.get('host', ''))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>vgkernels report — {esc(meta.get('host', ''))}, {esc(meta.get('date', ''))}</h1>",
+        f"<p class='meta'>profile <b>{esc(meta['profile'])}</b> · CPU "
+        f"{esc(str(meta.get('cpu_model', '?')))} · backends "
+        f"{esc(', '.join(meta.get('backends') or ['all usable']))} · "
+        f"{meta.get('seconds', 0):.0f} s · vgkernels {esc(str(meta.get('version', '')))} · "
+        f"python {esc(platform.python_version())}</p>",
+    ]
+    if failed:
+        parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
+                     + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
+                     + "</p>")
+    # headline
+    parts.append("<h2 id='headline'>Headline</h2>")
+    ht = headline_table(notes, text=True)
+    if ht.empty:
+        parts.append("<p>No headline numbers: the notebooks that compute them (02, 04, 06) "
+                     "did not run or failed.</p>")
+    else:
+        parts.append(ht.to_html(index=False, border=0, classes="headline", escape=True))
+        parts.append(
+            "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
+            "vs OpenSSL: OpenSSL's time over ours, OpenSSL masked to the backend's features "
+            "(above 1: faster than OpenSSL). copy_below: below these total lengths copying the "
+            "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
+            "split→full: in-place seal at 384 B, tail=split → tail=full (02).</p>")
+    # notebooks
+    parts.append("<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
+                 "<th>time</th><th>links</th><th>notes</th></tr>")
+    for r in runs:
+        cls = {"ok": "ok", "failed": "failed"}.get(r.status, "notrun")
+        status = r.status + (" (earlier run)" if r.earlier else "")
+        n = notes.get(r.name, {})
+        sweep_notes = [f"{s['label']}: {m}" for s in n.get("sweeps", [])
+                       for m in s.get("errors", [])]
+        extra = (esc(r.error) if r.error else "") + "".join(
+            f"<br><span class='failed'>sweep error</span> {esc(m)}" for m in sweep_notes)
+        links = " · ".join(x for x in (_link(r.html, "HTML"), _link(r.ipynb, "notebook")) if x)
+        parts.append(f"<tr><td>{esc(r.name)}</td><td class='{cls}'>{esc(status)}</td>"
+                     f"<td class='num'>{r.seconds:.1f} s</td><td>{links}</td><td>{extra}</td>"
+                     "</tr>")
+    parts.append("</table>")
+    # headline figures
+    figs = [(name, f) for name, n in notes.items() for f in n.get("figures", [])
+            if f.get("headline")]
+    if figs:
+        parts.append("<h2 id='figures'>Figures</h2><div class='figs'>")
+        for name, f in figs:
+            parts.append(f"<figure><a href='{esc(f['path'])}'><img src='{esc(f['path'])}' "
+                         f"alt='{esc(f['title'])}'></a><figcaption>{esc(name)}: "
+                         f"{esc(f['title'])}</figcaption></figure>")
+        parts.append("</div>")
+    # conclusions
+    parts.append("<h2 id='conclusions'>Conclusions</h2>")
+    for name, n in notes.items():
+        if n.get("conclusions"):
+            parts.append(f"<h3>{esc(name)}</h3><ul class='concl'>"
+                         + "".join(f"<li>{_md(c)}</li>" for c in n["conclusions"]) + "</ul>")
+    # files
+    parts.append("<h2 id='files'>Files</h2><ul>")
+    if (out / "copy_below.json").exists():
+        parts.append(f"<li>{_link('copy_below.json', 'copy_below.json')} (derived "
+                     "thresholds)</li>")
+    for name, n in notes.items():
+        files = [*n.get("files", []), *n.get("tables", [])] + [
+            f for s in n.get("sweeps", []) for f in s.get("files", [])]
+        files = [f for f in dict.fromkeys(files) if f != "copy_below.json"]
+        if files:
+            parts.append(f"<li>{esc(name)}: " + ", ".join(
+                _link(f, Path(f).name) for f in files) + "</li>")
+    all_figs = [f for n in notes.values() for f in n.get("figures", [])]
+    if all_figs:
+        parts.append("<li>figures: " + ", ".join(_link(f["path"], Path(f["path"]).name)
+                                                 for f in all_figs) + "</li>")
+    parts.append("</ul></body></html>")
+    path = out / "index.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    (out / "index.json").write_text(json.dumps(jsonable({
+        **meta, "notebooks": [asdict(r) for r in runs],
+        "headline": headline_table(notes).to_dict(orient="records")}), indent=2) + "\n")
+    return path
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"none": None, "true": True, "false": False}.get(text.lower(), text)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vgkernels report",
+        description="Run the report notebooks (papermill) into one directory: executed "
+                    "notebooks, HTML, figures, data, derived thresholds and an index.html.")
+    p.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="tiny: seconds per notebook; quick (default): about 10 minutes in "
+                        "all; full: the real analysis")
+    p.add_argument("--out", help="report directory (default reports/<date>-<host>/)")
+    p.add_argument("--backends", nargs="+", metavar="NAME",
+                   help="backends to measure (default: every usable one; tiny: the best)")
+    p.add_argument("--only", nargs="+", metavar="NB",
+                   help="run only these notebooks (02, 02_block_counts or block_counts)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra notebook parameter (JSON value), e.g. -p install=true")
+    p.add_argument("--timeout", type=float, help="seconds a single cell may take")
+    p.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--notebooks", help=f"notebook directory (default: the checkout's; "
+                                       f"${nbs.NOTEBOOKS_ENV})")
+    p.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    p.add_argument("--sync-notebooks", action="store_true",
+                   help="regenerate notebooks/NN_*.ipynb from the NN_*.py scripts and exit")
+    return p
+
+
+def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
+    """Notebook results recorded by an earlier batch in the same directory (index.json)."""
+    try:
+        idx = json.loads((out / "index.json").read_text())
+        return {r["name"]: r for r in idx.get("notebooks", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
+    from .. import __version__, cpu
+    from .common import choose_backends, host
+
+    info = cpu.info()
+    return {"host": host(), "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "profile": profile, "backends": choose_backends(backends, profile),
+            "requested_backends": backends, "cpu_model": info.model,
+            "llvm_cpu": info.llvm_cpu, "version": __version__,
+            "python": platform.python_version(), "argv": sys.argv}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        directory = nbs.notebooks_dir(args.notebooks)
+    except FileNotFoundError as e:
+        print(f"vgkernels report: {e}", file=sys.stderr)
+        return 2
+    if args.sync_notebooks:
+        for p in nbs.sync(directory):
+            print(f"wrote {p}")
+        return 0
+    paths = nbs.discover(directory)
+    if args.list:
+        for p in paths:
+            print(p.stem)
+        return 0
+    chosen = nbs.select(paths, args.only)
+    if not chosen:
+        print(f"vgkernels report: no notebook matches {args.only}; known: "
+              f"{', '.join(p.stem for p in paths)}", file=sys.stderr)
+        return 2
+    stale = nbs.sync(directory, check=True)
+    if stale:
+        print("vgkernels report: warning: out of step with their .py scripts (run "
+              f"`vgkernels report --sync-notebooks`): {', '.join(p.name for p in stale)}",
+              file=sys.stderr)
+    get_profile(args.profile)
+    backends = parse_backends(",".join(args.backends)) if args.backends else None
+    extra: dict[str, Any] = {}
+    for item in args.param:
+        name, eq, val = item.partition("=")
+        if not eq or not name.isidentifier():
+            print(f"vgkernels report: bad parameter {item!r} (NAME=VALUE)", file=sys.stderr)
+            return 2
+        extra[name] = _value(val)
+    out = Path(args.out) if args.out else default_out_dir()
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    meta = _meta(args.profile, backends)
+    params = {"profile": args.profile, "out_dir": str(out), "data_dir": str(out / "data"),
+              "backends": backends, **extra}
+    print(f"vgkernels report: profile {args.profile}, {len(chosen)} notebook(s) -> {out}",
+          file=sys.stderr)
+    t0 = time.perf_counter()
+    runs: dict[str, NotebookRun] = {}
+    before = _earlier_runs(out)
+    for p in paths:  # the ones not chosen: an earlier run's artefacts, if any
+        if p not in chosen:
+            r = NotebookRun(p.stem)
+            if (out / f"{p.stem}.ipynb").exists():
+                old_run = before.get(p.stem, {})
+                r.status = old_run.get("status", "not run")
+                r.seconds = float(old_run.get("seconds") or 0.0)
+                r.error = old_run.get("error")
+                r.earlier, r.ipynb = True, f"{p.stem}.ipynb"
+                r.html = f"{p.stem}.html" if (out / f"{p.stem}.html").exists() else None
+            runs[p.stem] = r
+    with tempfile.TemporaryDirectory(prefix="vgkernels-report-") as tmp, kernel() as kname:
+        progress_file = Path(tmp) / "progress.json"
+        old = os.environ.get(PROGRESS_ENV)
+        os.environ[PROGRESS_ENV] = str(progress_file)
+        bar = _Progress(len(chosen), not args.no_progress, progress_file)
+        try:
+            for p in chosen:
+                bar.start(p.stem)
+                runs[p.stem] = execute(p, out, params, kname, not args.no_html, args.timeout)
+                bar.done(runs[p.stem])
+        finally:
+            bar.close()
+            if old is None:
+                os.environ.pop(PROGRESS_ENV, None)
+            else:
+                os.environ[PROGRESS_ENV] = old
+    meta["seconds"] = time.perf_counter() - t0
+    ordered = [runs[p.stem] for p in paths]
+    index = write_index(out, ordered, meta)
+    ht = headline_table(read_notes(out), text=True)
+    print(f"\nreport: {index}")
+    if not ht.empty:
+        print(ht.to_string(index=False))
+    bad = [r for r in ordered if r.status == "failed"]
+    for r in bad:
+        print(f"FAILED: {r.name}: {r.error}", file=sys.stderr)
+    print(f"{len(chosen) - len(bad)} of {len(chosen)} notebooks ok in {meta['seconds']:.0f} s",
+          file=sys.stderr)
+    return 1 if bad else 0

@@ -1,0 +1,314 @@
+"""01_inventory: the CPU, the backends, the kernel sets built, their size and compile time,
+and a quick correctness check."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import struct
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from .common import Profile, fmt_list, fmt_range, get_profile, plural
+
+# -- CPU and backends ------------------------------------------------------------------------
+
+
+def cpu_table() -> pd.DataFrame:
+    """One row per feature vgkernels knows: does the host have it, is it usable (after
+    ``VG_CPU_FEATURES``)."""
+    from .. import cpu
+
+    host, use = cpu.host_features(), cpu.usable_features()
+    return pd.DataFrame([{"feature": f, "llvm name": ll, "host": f in host, "usable": f in use}
+                         for f, ll in cpu.FEATURES.items()])
+
+
+def backend_table() -> pd.DataFrame:
+    """The backend table with each row's availability here."""
+    from ..backends import BACKENDS, availability
+
+    avail = availability()
+    return pd.DataFrame([{
+        "backend": b.name, "usable": avail[b.name] is None, "reason": avail[b.name] or "",
+        "llvm_cpu": getattr(b, "llvm_cpu", None) or "host", "width": b.width,
+        "group": b.group, "groups": ", ".join(map(str, b.groups)),
+        "features": ", ".join(sorted(b.features)) or "-", "two_slice": b.two_slice,
+        "masked": b.masked, "karatsuba": b.karatsuba, "skew": b.skew,
+        "copy_below": f"{b.copy_below[0]}, {b.copy_below[1]}", "notes": b.notes}
+        for b in BACKENDS])
+
+
+def variants(backend: str, profile: str | Profile) -> list[Any]:
+    """The variants the inventory builds: tail=full (the default) and tail=split; the full
+    profile also every group size the generator accepts."""
+    from ..backends import Variant, get
+
+    be = get(backend)
+    prof = get_profile(profile)
+    out = [Variant(tail="full"), Variant(tail="split")]
+    if prof.full:
+        out += [Variant(tail=t, group=g) for g in be.groups if g != be.group
+                for t in ("full", "split")]
+    return [v.resolved(be) for v in out]
+
+
+# -- sizes of what was built -------------------------------------------------------------------
+
+
+def elf_symbols(obj: bytes) -> dict[str, dict[str, int]]:
+    """Defined symbols of an ELF64 little-endian object: name -> {size, type, section}."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        raise ValueError("not an ELF64 little-endian object")
+    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                for i in range(shnum)]
+    out: dict[str, dict[str, int]] = {}
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        off, size, link, entsize = sh[4], sh[5], sh[6], sh[9] or 24
+        stroff = sections[link][4]
+        for j in range(size // entsize):
+            name_off, info, _other, shndx, _value, sym_size = struct.unpack_from(
+                "<IBBHQQ", obj, off + j * entsize)
+            if not name_off or shndx == 0:
+                continue
+            end = obj.index(b"\0", stroff + name_off)
+            name = obj[stroff + name_off:end].decode()
+            out[name] = {"size": sym_size, "type": info & 0xF, "section": shndx}
+    return out
+
+
+def elf_sections(obj: bytes) -> dict[str, int]:
+    """Section name -> size of an ELF64 little-endian object (allocated sections only)."""
+    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                for i in range(shnum)]
+    stroff = sections[shstrndx][4]
+    out: dict[str, int] = {}
+    for sh in sections:
+        if not sh[2] & 0x2:  # SHF_ALLOC
+            continue
+        end = obj.index(b"\0", stroff + sh[0])
+        name = obj[stroff + sh[0]:end].decode()
+        out[name] = out.get(name, 0) + sh[5]
+    return out
+
+
+_DEFINE = re.compile(r'^define\b.*?@"?([\w.$]+)"?\s*\(')
+_LABEL = re.compile(r'^"?([\w.$]+)"?:')
+_TYPE_FN = re.compile(r'^\s*\.type\s+"?([\w.$]+)"?\s*,\s*@function', re.M)
+
+
+def ir_function_lines(ir_text: str) -> dict[str, int]:
+    """Non-blank lines of each function defined in LLVM IR text (``define`` .. ``}``)."""
+    out: dict[str, int] = {}
+    cur = None
+    for line in ir_text.splitlines():
+        if cur is None:
+            m = _DEFINE.match(line)
+            if m:
+                cur, out[m.group(1)] = m.group(1), 0
+            continue
+        if line.startswith("}"):
+            cur = None
+        elif line.strip():
+            out[cur] += 1
+    return out
+
+
+def asm_function_lines(asm: str) -> dict[str, int]:
+    """Instructions of each function in assembly text (lines that are neither labels,
+    directives nor comments), from its label to its ``.Lfunc_end`` / ``.size``."""
+    funcs = set(_TYPE_FN.findall(asm))
+    out: dict[str, int] = {}
+    cur = None
+    for line in asm.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        m = _LABEL.match(s)
+        if m and m.group(1) in funcs:
+            cur, out[m.group(1)] = m.group(1), 0
+            continue
+        if cur is None:
+            continue
+        if s.startswith(".Lfunc_end") or s.startswith(".size"):
+            cur = None
+            continue
+        if s.startswith((".", "#")) or s.endswith(":"):
+            continue
+        out[cur] += 1
+    return out
+
+
+def function_sizes(k: Any, asm: str | None = None) -> pd.DataFrame:
+    """Per function of a compiled kernel set: IR lines (generated), assembly instructions and
+    machine-code bytes (ELF symbol size)."""
+    syms = elf_symbols(k.library.obj)
+    ir_lines = ir_function_lines(k.ir())
+    asm_lines = asm_function_lines(k.asm() if asm is None else asm)
+    names = sorted({n for n, s in syms.items() if s["type"] == 2} | set(asm_lines))
+    rows = []
+    for n in names:
+        short = n[len(k.prefix) + 1:] if n.startswith(k.prefix + "_") else n
+        rows.append({"function": short, "symbol": n, "exported": n.startswith(k.prefix + "_"),
+                     "ir_lines": ir_lines.get(n), "asm_lines": asm_lines.get(n),
+                     "obj_bytes": syms.get(n, {}).get("size")})
+    df = pd.DataFrame(rows)
+    for c in ("ir_lines", "asm_lines", "obj_bytes"):
+        df[c] = df[c].astype("Int64")
+    return df
+
+
+def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per kernel set, per function) size tables of compiled kernel sets."""
+    per_fn, per_set = [], []
+    for k in sets:
+        asm = k.asm()
+        fn = function_sizes(k, asm).assign(backend=k.backend.name, variant=k.variant.tag())
+        per_fn.append(fn)
+        secs = elf_sections(k.library.obj)
+        per_set.append({
+            "backend": k.backend.name, "variant": k.variant.tag(), "tail": k.variant.tail,
+            "group": k.variant.group, "prefix": k.prefix,
+            "functions": int(len(fn)), "ir_lines": len(k.ir().splitlines()),
+            "opt_ir_lines": len(k.library.optimised_ir().splitlines()),
+            "asm_lines": int(sum(asm_function_lines(asm).values())),
+            "text_bytes": sum(v for n, v in secs.items() if "text" in n),
+            "rodata_bytes": sum(v for n, v in secs.items() if n.startswith(".rodata")),
+            "obj_bytes": len(k.library.obj)})
+    fn_df = pd.concat(per_fn, ignore_index=True) if per_fn else pd.DataFrame()
+    if len(fn_df):
+        fn_df = fn_df[["backend", "variant", "function", "exported", "ir_lines", "asm_lines",
+                       "obj_bytes", "symbol"]]
+    return pd.DataFrame(per_set), fn_df
+
+
+# -- compile times -----------------------------------------------------------------------------
+
+
+def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str, Any]:
+    """Generate the IR, compile it without the cache (cold), then load it from the disk cache
+    (warm: the fastest of ``warm_repeats``).  In this process: LLVM is already initialised."""
+    from .. import jit
+    from ..backends import get
+    from ..kernels.build import generate
+
+    be = get(backend)
+    cpu_name = getattr(be, "llvm_cpu", None)  # as kernels.build compiles it
+    t0 = time.perf_counter()
+    prefix, text = generate(be, variant)
+    gen = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lib = jit.compile_ir(prefix, text, be.llvm_features, cpu_name, use_cache=False)
+    cold = time.perf_counter() - t0
+    jit.compile_ir(prefix, text, be.llvm_features, cpu_name)  # make sure the cache holds it
+    warm = []
+    for _ in range(max(1, warm_repeats)):
+        t0 = time.perf_counter()
+        w = jit.compile_ir(prefix, text, be.llvm_features, cpu_name)
+        warm.append(time.perf_counter() - t0)
+    return {"backend": backend, "variant": variant.tag(), "tail": variant.tail,
+            "generate_s": gen, "cold_compile_s": cold, "llvm_compile_s": lib.compile_seconds,
+            "warm_load_s": min(warm), "warm_from_cache": w.from_cache,
+            "obj_bytes": len(lib.obj)}
+
+
+def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFrame:
+    return pd.DataFrame([compile_times(b, v) for b in backends for v in variants(b, profile)])
+
+
+# -- correctness -------------------------------------------------------------------------------
+
+
+def selfcheck_table(backends: Sequence[str], cases: int) -> pd.DataFrame:
+    """vgkernels.selfcheck per backend: random cases against the reference model and
+    cryptography (plus Wycheproof vectors when the test extra is installed)."""
+    from ..backends import availability, get
+    from ..selfcheck import check_backend
+
+    avail = availability()
+    rows = []
+    for name in backends:
+        if avail[name] is not None:
+            rows.append({"backend": name, "cases": 0, "ok": None, "failures": 0,
+                         "detail": f"not run: {avail[name]}", "seconds": 0.0})
+            continue
+        t0 = time.perf_counter()
+        r = check_backend(get(name), cases)
+        rows.append({"backend": name, "cases": r.cases, "ok": r.ok, "failures": len(r.failures),
+                     "detail": "; ".join(r.failures[:3]), "seconds": time.perf_counter() - t0})
+    return pd.DataFrame(rows)
+
+
+# -- prose ---------------------------------------------------------------------------------------
+
+
+def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
+                times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    from ..backends import choose
+
+    usable = backends[backends["usable"]]
+    lines = [f"The host is **{cpu.model}** (LLVM target `{cpu.llvm_cpu}`) with "
+             f"{len(cpu.flags)} of the features vgkernels knows: {', '.join(cpu.flags) or 'none'}"
+             + (f"; usable after `VG_CPU_FEATURES`: {', '.join(cpu.usable) or 'none'}"
+                if set(cpu.usable) != set(cpu.flags) else "") + "."]
+    lines.append(f"{len(usable)} of {len(backends)} backends "
+                 f"{'is' if len(usable) == 1 else 'are'} usable here; the default (best) is "
+                 f"`{choose().name}`.")
+    for r in backends[~backends["usable"]].itertuples():
+        lines.append(f"`{r.backend}` is not usable: {r.reason}.")
+    if len(sets):
+        big = sets.loc[sets["obj_bytes"].idxmax()]
+        small = sets.loc[sets["obj_bytes"].idxmin()]
+        lines.append(f"{plural(len(sets), 'kernel set')} built; objects from "
+                     f"{small.obj_bytes / 1024:.1f} KiB (`{small.backend}`, {small.variant}) to "
+                     f"{big.obj_bytes / 1024:.1f} KiB (`{big.backend}`, {big.variant}), "
+                     f"{fmt_range(sets['asm_lines'].min(), sets['asm_lines'].max(), ',.0f')} "
+                     "instructions.")
+        wide = sets.pivot_table(index=["backend", "group"], columns="tail", values="obj_bytes",
+                                observed=True)
+        if {"full", "split"} <= set(wide.columns):
+            growth = (wide["split"] / wide["full"] - 1).dropna()
+            if len(growth):
+                lines.append("`tail=split` objects are "
+                             f"{fmt_range(100 * growth.min(), 100 * growth.max(), '+.0f', '%')}"
+                             " larger than `tail=full` ones (the separate ctr32 + ghash "
+                             "tail).")
+    if len(fns):
+        ex = fns[fns["exported"]].dropna(subset=["obj_bytes"])
+        if len(ex):
+            top = ex.loc[ex["obj_bytes"].astype(float).idxmax()]
+            lines.append(f"The largest exported function is `{top.function}` of `{top.backend}` "
+                         f"({int(top.obj_bytes):,} bytes, {int(top.asm_lines or 0):,} "
+                         "instructions).")
+    if len(times):
+        cold = times["cold_compile_s"]
+        warm = times["warm_load_s"] * 1000
+        lines.append(f"A cold compile (IR to optimised object, no cache) takes "
+                     f"{fmt_range(cold.min(), cold.max(), '.2f', ' s')} per kernel set (median "
+                     f"{statistics.median(cold):.2f} s), plus {times['generate_s'].median():.2f} s"
+                     f" to generate the IR; loading from the disk cache takes "
+                     f"{fmt_range(warm.min(), warm.max(), '.0f', ' ms')}.")
+    if len(check):
+        ran = check[check["ok"].notna()]
+        bad = ran[~ran["ok"].astype(bool)]
+        if len(ran) and not len(bad):
+            lines.append(f"Self-check: {'all ' if len(ran) > 1 else ''}"
+                         f"{plural(len(ran), 'checked backend')} ({fmt_list(ran['backend'])}) "
+                         f"{'agrees' if len(ran) == 1 else 'agree'} with the reference model "
+                         f"and cryptography on {int(ran['cases'].min())} random cases"
+                         f"{' each' if len(ran) > 1 else ''}.")
+        elif len(bad):
+            lines.append(f"Self-check **FAILED** on {fmt_list(bad['backend'])}: "
+                         + "; ".join(bad["detail"]))
+        else:
+            lines.append("Self-check: no backend could be checked here.")
+    return lines

@@ -1,0 +1,120 @@
+"""The report notebooks: where they are, and their .ipynb kept in step with the jupytext
+percent scripts they are written as.
+
+``notebooks/NN_name.py`` (jupytext percent format) is the source, reviewed as code;
+``notebooks/NN_name.ipynb`` is generated from it (no outputs, kernelspec ``python3``) and is
+what papermill executes.  ``vgkernels report --sync-notebooks`` regenerates the .ipynb files;
+a test fails when one is out of step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
+             "05_two_slice", "06_peers_roofline")
+NOTEBOOKS_ENV = "VG_NOTEBOOKS"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def notebooks_dir(override: str | Path | None = None) -> Path:
+    """The notebooks/ directory: ``override``, ``$VG_NOTEBOOKS``, the checkout the package
+    was installed from (editable install), or one at or above the current directory."""
+    from .common import project_root
+
+    cands: list[Path] = []
+    if override:
+        cands.append(Path(override))
+    if os.environ.get(NOTEBOOKS_ENV):
+        cands.append(Path(os.environ[NOTEBOOKS_ENV]))
+    for start in (Path(__file__).resolve().parents[2], None):
+        root = project_root(start)
+        if root is not None:
+            cands.append(root / "notebooks")
+    for c in cands:
+        if c.is_dir() and any(c.glob("[0-9][0-9]_*.ipynb")) or any(c.glob("[0-9][0-9]_*.py")):
+            return c.resolve()
+    raise FileNotFoundError(
+        "cannot find the report notebooks (notebooks/NN_*.ipynb): run from a checkout of "
+        f"vgkernels, install it editable (pip install -e .), or set {NOTEBOOKS_ENV}")
+
+
+def discover(directory: Path) -> list[Path]:
+    """The notebooks of a directory in order (NN_name.ipynb)."""
+    return sorted(directory.glob("[0-9][0-9]_*.ipynb"))
+
+
+def select(paths: list[Path], only: list[str] | None) -> list[Path]:
+    """Notebooks matching any of ``only`` (a number "02", a full name, or part of a name)."""
+    if not only:
+        return list(paths)
+    out = []
+    for p in paths:
+        for o in only:
+            o = o.removesuffix(".ipynb").removesuffix(".py")
+            if p.stem == o or p.stem.split("_", 1)[0] == o.zfill(2) or o in p.stem:
+                out.append(p)
+                break
+    return out
+
+
+def build(py: Path):
+    """The notebook (nbformat v4, no outputs) a percent script describes."""
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(py, fmt="py:percent")
+    nb.metadata = nbformat.from_dict({
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "jupytext": {"formats": "ipynb,py:percent"},
+    })
+    for i, cell in enumerate(nb.cells):
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        cell.metadata = nbformat.from_dict({"tags": tags} if tags else {})
+        digest = hashlib.sha1(f"{py.stem}:{i}:{cell.cell_type}".encode()).hexdigest()[:12]
+        cell["id"] = f"{py.stem[:2]}-{i:02d}-{digest[:6]}"
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    nbformat.validate(nb)
+    return nb
+
+
+def render(py: Path) -> str:
+    """The .ipynb text generated from a percent script."""
+    import nbformat
+
+    return nbformat.writes(build(py), version=4) + "\n"
+
+
+def sync(directory: Path, check: bool = False) -> list[Path]:
+    """Regenerate every NN_name.ipynb from its NN_name.py (``check``: only report which are
+    out of step).  Returns the .ipynb paths that were (or would be) rewritten."""
+    changed = []
+    for py in sorted(directory.glob("[0-9][0-9]_*.py")):
+        ipynb = py.with_suffix(".ipynb")
+        text = render(py)
+        if not ipynb.exists() or ipynb.read_text() != text:
+            changed.append(ipynb)
+            if not check:
+                ipynb.write_text(text)
+    return changed
+
+
+def strip_outputs(path: Path) -> bool:
+    """Remove outputs and execution counts from an .ipynb in place; True if it changed."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    dirty = False
+    for cell in nb.cells:
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None):
+            cell.outputs, cell.execution_count = [], None
+            dirty = True
+    if dirty:
+        nbformat.write(nb, path)
+    return dirty
