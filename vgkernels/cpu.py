@@ -84,15 +84,20 @@ class CpuInfo:
     usable: tuple[str, ...]
 
 
-def cpu_model() -> str:
+def cpuinfo_field(name: str) -> str | None:
+    """The first value of a /proc/cpuinfo field ("model name", "flags"), None if absent."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith(name):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    return cpuinfo_field("model name") or platform.processor() or "unknown"
 
 
 def info(mask: str | None = None) -> CpuInfo:

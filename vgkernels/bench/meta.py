@@ -22,14 +22,7 @@ def host_name() -> str:
 
 def cpu_flags_full() -> str:
     """All flags /proc/cpuinfo lists (for the metadata file, not every row)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
+    return cpu.cpuinfo_field("flags") or ""
 
 
 @functools.cache
