@@ -289,6 +289,7 @@ class AesGcm:
 
     def _encrypt_pieces(self, out: Any, nonce: Any, pieces: Sequence[Any], associated_data: Any,
                         copy_below: tuple[int, int] | None | bool) -> bytes:
+        ctx = self.ctx  # raises on a closed object before anything is copied into out
         nb, ab = self._nonce(nonce), self._aad(associated_data)
         bufs = [view(p, "data piece") for p in pieces]
         total = sum(b.n for b in bufs)
@@ -304,7 +305,7 @@ class AesGcm:
         f = self._f
         if (f.two_slice is not None and len(bufs) == 2 and bufs[1].n <= 1
                 and bufs[0].n >= 256 and nb.n == 12 and ab.n <= 16):
-            rc = f.two_slice(self.ctx, nb.addr, nb.n, ab.addr, ab.n, bufs[0].addr, bufs[0].n,
+            rc = f.two_slice(ctx, nb.addr, nb.n, ab.addr, ab.n, bufs[0].addr, bufs[0].n,
                              bufs[1].addr, bufs[1].n, ob.addr, tag)
             if rc == 0:
                 return tag.raw
@@ -315,10 +316,10 @@ class AesGcm:
             for b in bufs:
                 ctypes.memmove(ob.addr + pos, b.addr, b.n)
                 pos += b.n
-            self._rc(f.seal(self.ctx, nb.addr, nb.n, ab.addr, ab.n, ob.addr, total, tag))
+            self._rc(f.seal(ctx, nb.addr, nb.n, ab.addr, ab.n, ob.addr, total, tag))
             return tag.raw
         arr = (abi.Piece * max(len(bufs), 1))(*[abi.Piece(b.addr, b.n) for b in bufs])
-        self._rc(f.seal_gather(self.ctx, nb.addr, nb.n, ab.addr, ab.n, arr, len(bufs), ob.addr,
+        self._rc(f.seal_gather(ctx, nb.addr, nb.n, ab.addr, ab.n, arr, len(bufs), ob.addr,
                                tag))
         return tag.raw
 
