@@ -3,10 +3,12 @@
 #
 # Throughput (GB/s = bytes / ns, best of k) of every backend's seal against OpenSSL's
 # libcrypto masked to the same CPU features (`OPENSSL_ia32cap`, one worker process per
-# backend), OpenSSL's copy + seal for the n + 1 two-piece shape, and `cryptography`'s AESGCM,
-# whose time includes the Python call and the output allocation. Then each backend's share
-# of its CTR-only roofline: the `roofline` sweep times `ctr32` (AES keystream alone),
-# `ghash`, `encrypt_blocks` (stitched CTR + GHASH) and `seal`.
+# backend), OpenSSL's copy + seal for the n + 1 two-piece shape, the OpenSSL 4 that the
+# `cryptography` wheel bundles (VAES/AVX-512 GCM) called natively through the same EVP
+# sequence under the same mask ("OpenSSL 4.0.3 (cryptography's, native)"), and
+# `cryptography`'s AESGCM, whose time includes the Python call and the output allocation.
+# Then each backend's share of its CTR-only roofline: the `roofline` sweep times `ctr32`
+# (AES keystream alone), `ghash`, `encrypt_blocks` (stitched CTR + GHASH) and `seal`.
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full

@@ -6,6 +6,7 @@ No timed assertions beyond generous sanity bands: benchmarks are commands, not t
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import os
 
 import pandas as pd
@@ -276,3 +277,60 @@ def test_peer_worker_masked():
     assert o["ia32cap"] == peers.ia32cap_mask(BY_NAME[be])
     assert o["openssl_path"] and o["openssl_version"].startswith("OpenSSL")
     assert {"seal", "openssl", "openssl_copy"} <= set(res.df["op"])
+
+
+# -- the OpenSSL bundled in the cryptography wheel, called natively ------------------------
+
+
+def _bundled_ok() -> tuple[bool, str]:
+    try:
+        peers.bundled_openssl()
+    except peers.PeerUnavailable as e:
+        return False, str(e)
+    return True, ""
+
+
+_BUNDLED_OK, _BUNDLED_WHY = _bundled_ok()
+
+
+@pytest.mark.skipif(not _BUNDLED_OK, reason=_BUNDLED_WHY or "bundled OpenSSL unavailable")
+@pytest.mark.parametrize("key_len", [16, 32])
+def test_bundled_openssl_peer_matches_kernels(drv, key_len):
+    """cryptography's own OpenSSL, called natively through vgb_o4_seal, gives the kernels'
+    ciphertext and tag; its .symtab addresses are right (OpenSSL_version answers)."""
+    o4 = peers.bundled_openssl()
+    assert o4.info.version.startswith("OpenSSL")
+    assert o4.info.version == peers.cryptography_version()
+    b = Builder(drv)
+    for n in (0, 1, 17, 256, 288, 1024, 4097):
+        spec = CaseSpec("seal", n, BEST, key_len=key_len)
+        key, nonce, aad = b.material(spec)
+        msg = message(n, seed=n)
+        buf, tag = Buf(n, msg), Buf(16)
+        res, args, _ = abi.SIGNATURES["seal"]
+        seal = ctypes.CFUNCTYPE(res, *args)(b.address(spec, "seal"))
+        assert seal(b.ctx(spec), nonce, len(nonce), aad, len(aad), buf.addr, n, tag.addr) == 0
+        assert o4.seal(key, nonce, aad, msg) == buf.read() + tag.read(), n
+    for op, shape in (("openssl4_seal", "one"), ("openssl4_copy", "n+1")):
+        b.build(CaseSpec(op, 300, BEST, shape, key_len=key_len))
+    assert CaseSpec("openssl4_seal", 16, BEST).label()["impl"] == "openssl_bundled"
+
+
+def test_bundled_openssl_missing_symbols_skips(tmp_path):
+    """Another build (no .symtab or no EVP symbols in it): a clear PeerUnavailable."""
+    from vgkernels.bench import elfsyms
+
+    bogus = tmp_path / "_rust.abi3.so"
+    bogus.write_bytes(b"not an ELF file")
+    with pytest.raises(peers.PeerUnavailable, match="bundled OpenSSL peer skipped"):
+        peers.BundledOpenSSL(str(bogus))
+    libc = ctypes.util.find_library("c")
+    path = next((ln.split()[-1] for ln in open("/proc/self/maps")
+                 if ln.split()[-1].endswith(".so.6") and "libc" in ln), None)
+    if libc and path:
+        try:
+            elfsyms.symbols(path, ["EVP_EncryptUpdate"])
+        except elfsyms.ElfError:
+            pass  # stripped: BundledOpenSSL reports that the same way
+        with pytest.raises(peers.PeerUnavailable, match="bundled OpenSSL peer skipped"):
+            peers.BundledOpenSSL(path)

@@ -15,6 +15,9 @@ ghash              kernel ghash over the blocks
 encrypt_blocks     kernel encrypt_blocks (stitched CTR + GHASH, no setup or tag)
 openssl            OpenSSL EVP seal in place, key set once (init IV, AAD, update, final, get tag)
 openssl_copy       vgb_copy_ip with OpenSSL's seal: memcpy the pieces, then EVP seal in place
+openssl4_seal      the same EVP seal in place, natively, with the OpenSSL the cryptography wheel
+                   bundles (4.0.x: VAES/AVX-512 GCM), found in its .symtab (peers.BundledOpenSSL)
+openssl4_copy      vgb_copy_ip with the bundled OpenSSL's seal
 cryptography_py    cryptography's AESGCM(key).encrypt(nonce, data, aad), timed in Python: it
                    includes the Python call and the output allocation
 =================  ==============================================================================
@@ -45,9 +48,10 @@ from .driver import Case, Driver
 KERNEL_OPS = ("seal", "gather", "copy_ip", "two_slice", "open_out", "ctr32", "ghash",
               "encrypt_blocks")
 OPENSSL_OPS = ("openssl", "openssl_copy")
+OPENSSL4_OPS = ("openssl4_seal", "openssl4_copy")  # the cryptography wheel's OpenSSL, native
 PY_OPS = ("cryptography_py",)
-OPS = KERNEL_OPS + OPENSSL_OPS + PY_OPS
-PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy")  # take any shape
+OPS = KERNEL_OPS + OPENSSL_OPS + OPENSSL4_OPS + PY_OPS
+PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy", "openssl4_copy")  # any shape
 BLOCK_OPS = ("ctr32", "ghash", "encrypt_blocks")  # n must be a multiple of 16
 SHAPES = ("one", "n+1", "16+rest", "1+rest")
 
@@ -75,7 +79,11 @@ class KernelError(RuntimeError):
 
 
 def impl_of(op: str) -> str:
-    return "openssl" if op in OPENSSL_OPS else "cryptography" if op in PY_OPS else "vgkernels"
+    if op in OPENSSL_OPS:
+        return "openssl"
+    if op in OPENSSL4_OPS:
+        return "openssl_bundled"
+    return "cryptography" if op in PY_OPS else "vgkernels"
 
 
 def pieces(shape: str, n: int) -> list[int]:
@@ -269,6 +277,14 @@ class Builder:
 
         return peers.openssl(self.libcrypto)
 
+    def bundled(self):  # -> peers.BundledOpenSSL
+        from . import peers
+
+        return peers.bundled_openssl()
+
+    def peer(self, op: str):
+        return self.bundled() if op in OPENSSL4_OPS else self.openssl()
+
     # -- cases -------------------------------------------------------------------------------
     def build(self, spec: CaseSpec) -> Case:
         """A verified case (raises Skip or KernelError)."""
@@ -292,20 +308,20 @@ class Builder:
                 raise KernelError("cryptography AESGCM disagrees with itself?")
             return Case(lab, py_call=f)
 
-        if op in ("seal", "openssl"):
+        if op in ("seal", "openssl", "openssl4_seal"):
             buf, tag = buf_(total, msg, "in"), buf_(16)
             keep += [buf, tag]
             if op == "seal":
                 fn, first = self.address(spec, "seal"), self.ctx(spec)
             else:
-                ossl = self.openssl()
+                ossl = self.peer(op)
                 fn, first = ossl.seal_address, ossl.context(key)
             case = Case(lab, "seal", [fn, first, *head, buf.addr, total, tag.addr], keep=keep)
 
             def out() -> bytes:
                 return buf.read() + tag.read()
             want = _expected(key, nonce, aad, msg)
-        elif op in ("gather", "copy_ip", "openssl_copy", "two_slice"):
+        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice"):
             bufs = []
             off = 0
             for p in ps:  # the largest piece is the stream's input
@@ -332,7 +348,7 @@ class Builder:
                 if op == "copy_ip":
                     seal, first = self.address(spec, "seal"), self.ctx(spec)
                 else:
-                    ossl = self.openssl()
+                    ossl = self.peer(op)
                     seal, first = ossl.seal_address, ossl.context(key)
                 slots = [self.driver.address("vgb_copy_ip"), seal, first, *head,
                          arr.addr, len(ps), outb.addr, tag.addr]

@@ -1,5 +1,7 @@
-"""Peers timed in the same driver: the system's OpenSSL libcrypto through EVP, and the
-``cryptography`` package's AESGCM at Python level.
+"""Peers timed in the same driver: the system's OpenSSL libcrypto through EVP, the OpenSSL the
+``cryptography`` wheel bundles (4.0.x, with VAES/AVX-512 GCM) through the same EVP sequence
+called natively (``BundledOpenSSL``: its functions are found in the wheel's static ``.symtab``),
+and the ``cryptography`` package's AESGCM at Python level.
 
 OpenSSL reads ``OPENSSL_ia32cap`` once, when the library initialises, so each masked
 configuration runs in its own process (see vgkernels.bench.sweep).  ``ia32cap_mask(backend)``
@@ -152,17 +154,27 @@ _EVP = {  # name -> (restype, argtypes) for ctypes; the IR declares the same
 }
 
 
-def _seal_ir() -> str:
+_IR_EVP = ("EVP_EncryptInit_ex", "EVP_EncryptUpdate", "EVP_EncryptFinal_ex",
+           "EVP_CIPHER_CTX_ctrl")  # what the seal harness calls
+
+
+def _seal_ir(prefix: str = "", fname: str = "vgb_ossl_seal",
+             module: str = "vg_bench_openssl") -> str:
     """``i32 vgb_ossl_seal(EVP_CIPHER_CTX *c, nonce, nonce_len, aad, aad_len, inout, len, tag)``
     with the seal kernel's signature (nonce_len must be 12, OpenSSL's default IV length): the
-    per-record EVP sequence with the key set once.  Returns 0 or -1 like the kernels."""
+    per-record EVP sequence with the key set once.  Returns 0 or -1 like the kernels.
+    ``prefix`` renames the EVP functions it calls (``vgb_o4_EVP_EncryptUpdate``, ...): the
+    bundled-OpenSSL peer binds those names to its own addresses, so they never clash with the
+    system libcrypto's exported ones in the same process."""
     i8, i32, i64, p = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
-    m = ir.Module(name="vg_bench_openssl")
-    init = ir.Function(m, ir.FunctionType(i32, [p] * 5), name="EVP_EncryptInit_ex")
-    upd = ir.Function(m, ir.FunctionType(i32, [p, p, p, p, i32]), name="EVP_EncryptUpdate")
-    fin = ir.Function(m, ir.FunctionType(i32, [p, p, p]), name="EVP_EncryptFinal_ex")
-    ctrl = ir.Function(m, ir.FunctionType(i32, [p, i32, i32, p]), name="EVP_CIPHER_CTX_ctrl")
-    f = ir.Function(m, ir.FunctionType(i32, [p, p, i64, p, i64, p, i64, p]), name="vgb_ossl_seal")
+    m = ir.Module(name=module)
+    init = ir.Function(m, ir.FunctionType(i32, [p] * 5), name=prefix + "EVP_EncryptInit_ex")
+    upd = ir.Function(m, ir.FunctionType(i32, [p, p, p, p, i32]),
+                      name=prefix + "EVP_EncryptUpdate")
+    fin = ir.Function(m, ir.FunctionType(i32, [p, p, p]), name=prefix + "EVP_EncryptFinal_ex")
+    ctrl = ir.Function(m, ir.FunctionType(i32, [p, i32, i32, p]),
+                       name=prefix + "EVP_CIPHER_CTX_ctrl")
+    f = ir.Function(m, ir.FunctionType(i32, [p, p, i64, p, i64, p, i64, p]), name=fname)
     f.attributes.add("noinline")
     c, nonce, _nl, aad, al, buf, n, tag = f.args
     b = ir.IRBuilder(f.append_basic_block("entry"))
@@ -194,7 +206,42 @@ class OpenSSLInfo:
     gcm_path: str
 
 
-class OpenSSL:
+class _EVPPeer:
+    """An OpenSSL whose EVP functions are ``self.fns`` (ctypes callables) and whose seal
+    harness (``_seal_ir``) is compiled at ``self.seal_address``."""
+
+    what = "OpenSSL peer"
+    fns: dict[str, Callable]
+    seal_address: int
+    info: OpenSSLInfo
+    _ctx: dict[bytes, int]
+
+    def context(self, key: bytes) -> int:
+        """An EVP_CIPHER_CTX with the key set once (per key)."""
+        c = self._ctx.get(key)
+        if c is None:
+            cipher = {16: "EVP_aes_128_gcm", 24: "EVP_aes_192_gcm", 32: "EVP_aes_256_gcm"}
+            c = self.fns["EVP_CIPHER_CTX_new"]()
+            if not c or self.fns["EVP_EncryptInit_ex"](c, self.fns[cipher[len(key)]](), None,
+                                                       key, None) != 1:
+                raise PeerUnavailable(f"{self.what} skipped: EVP_EncryptInit_ex failed "
+                                      f"({self.info.version})")
+            self._ctx[key] = c
+        return c
+
+    def seal(self, key: bytes, nonce: bytes, aad: bytes, data: bytes) -> bytes:
+        """ciphertext || tag through the seal harness (for the cross-check with the kernels)."""
+        f = ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * 2), ctypes.c_size_t,
+                             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                             ctypes.c_void_p)(self.seal_address)
+        buf = ctypes.create_string_buffer(data, max(len(data), 1))
+        tag = ctypes.create_string_buffer(16)
+        if f(self.context(key), nonce, len(nonce), aad, len(aad), buf, len(data), tag) != 0:
+            raise RuntimeError(f"{self.what}: seal harness failed")
+        return buf.raw[: len(data)] + tag.raw
+
+
+class OpenSSL(_EVPPeer):
     """libcrypto loaded with ctypes; ``vgb_ossl_seal`` compiled against it."""
 
     def __init__(self, path: str | None = None):
@@ -215,8 +262,7 @@ class OpenSSL:
             self.fns[name] = fn
         # The JIT resolves the IR's EVP_* calls to this very library (not another one that
         # may be loaded in the process, e.g. one bundled by a wheel).
-        for name in ("EVP_EncryptInit_ex", "EVP_EncryptUpdate", "EVP_EncryptFinal_ex",
-                     "EVP_CIPHER_CTX_ctrl"):
+        for name in _IR_EVP:
             llvm.add_symbol(name, ctypes.cast(self.fns[name], ctypes.c_void_p).value)
         jit._init()
         self.library = jit.compile_ir("vg_bench_openssl", _seal_ir(), "")
@@ -228,35 +274,92 @@ class OpenSSL:
         self.info = OpenSSLInfo(self.path, version, cpuinfo, os.environ.get("OPENSSL_ia32cap"),
                                 caps, openssl_gcm_path(caps, version))
 
-    def context(self, key: bytes) -> int:
-        """An EVP_CIPHER_CTX with the key set once (per key)."""
-        c = self._ctx.get(key)
-        if c is None:
-            cipher = {16: "EVP_aes_128_gcm", 24: "EVP_aes_192_gcm", 32: "EVP_aes_256_gcm"}
-            c = self.fns["EVP_CIPHER_CTX_new"]()
-            if not c or self.fns["EVP_EncryptInit_ex"](c, self.fns[cipher[len(key)]](), None,
-                                                       key, None) != 1:
-                raise PeerUnavailable(f"OpenSSL peer skipped: EVP_EncryptInit_ex failed "
-                                      f"({self.info.version})")
-            self._ctx[key] = c
-        return c
-
-    def seal(self, key: bytes, nonce: bytes, aad: bytes, data: bytes) -> bytes:
-        """ciphertext || tag through vgb_ossl_seal (for the cross-check with the kernels)."""
-        f = ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * 2), ctypes.c_size_t,
-                             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                             ctypes.c_void_p)(self.seal_address)
-        buf = ctypes.create_string_buffer(data, max(len(data), 1))
-        tag = ctypes.create_string_buffer(16)
-        if f(self.context(key), nonce, len(nonce), aad, len(aad), buf, len(data), tag) != 0:
-            raise RuntimeError("vgb_ossl_seal failed")
-        return buf.raw[: len(data)] + tag.raw
-
 
 @functools.cache
 def openssl(path: str | None = None) -> OpenSSL:
     """This process's OpenSSL peer (raises PeerUnavailable with a clear message)."""
     return OpenSSL(path)
+
+
+# -- the OpenSSL bundled in the cryptography wheel, called natively -------------------------
+
+O4_PREFIX = "vgb_o4_"  # IR names of the bundled OpenSSL's EVP functions (bound by add_symbol)
+VAES_GCM_W1 = (1 << 42) | (1 << 41) | (1 << 31) | (1 << 30) | (1 << 17) | (1 << 16)
+
+
+def bundled_gcm_path(caps: tuple[int, int] | None, version: str) -> str:
+    """The AES-GCM encrypt path of OpenSSL >= 3.1 on x86-64 (the cryptography wheel's): the
+    VAES/AVX-512 code (ossl_aes_gcm_*_avx512, providers' vaes_gcm) when
+    ossl_vaes_vpclmulqdq_capable() sees AVX512F, DQ, BW, VL, VAES and VPCLMULQDQ in W1 (and
+    AES-NI), else the OpenSSL 3.0 dispatch (AVX stitched aesni_gcm_encrypt, ...).  There is no
+    VAES/AVX2 GCM in it: the vaes_avx2 mask takes the AVX path."""
+    if caps is not None and caps[0] >> 57 & 1 and caps[1] & VAES_GCM_W1 == VAES_GCM_W1:
+        return "ossl_aes_gcm_encrypt_avx512 (VAES + VPCLMULQDQ, AVX-512, 16 blocks/iter)"
+    return openssl_gcm_path(caps, "OpenSSL 3.0").replace(" [dispatch logic", "") + \
+        f" [{version}]"
+
+
+def cryptography_module() -> str:
+    """Path of ``cryptography/hazmat/bindings/_rust.abi3.so``, imported (so it is mapped and
+    its OpenSSL initialised, OPENSSL_ia32cap read)."""
+    try:
+        from cryptography.hazmat.bindings import _rust
+    except Exception as e:  # noqa: BLE001 - any import problem means "not available"
+        raise PeerUnavailable(f"bundled OpenSSL peer skipped: cannot import cryptography's "
+                              f"_rust module ({e})") from None
+    path = getattr(_rust, "__file__", None)
+    if not path:
+        raise PeerUnavailable("bundled OpenSSL peer skipped: cryptography's _rust module has "
+                              "no file")
+    return path
+
+
+class BundledOpenSSL(_EVPPeer):
+    """The OpenSSL statically linked into cryptography's ``_rust.abi3.so``, called natively.
+
+    Its EVP functions are not exported; their addresses come from the file's ``.symtab``
+    (vgkernels.bench.elfsyms) plus its load base.  The seal harness calls them under the IR
+    names ``vgb_o4_EVP_*``, bound to those addresses with ``llvm.add_symbol``."""
+
+    what = "bundled OpenSSL peer"
+
+    def __init__(self, module: str | None = None):
+        from . import elfsyms
+
+        self.path = module or cryptography_module()
+        try:
+            addrs = elfsyms.runtime_addresses(self.path, _EVP)
+        except (OSError, elfsyms.ElfError) as e:
+            raise PeerUnavailable(f"bundled OpenSSL peer skipped: {e}") from None
+        missing = [n for n in _EVP if n not in addrs]
+        if missing:
+            raise PeerUnavailable(f"bundled OpenSSL peer skipped: {self.path} has no "
+                                  f"{', '.join(missing)} in its .symtab (another cryptography "
+                                  "build?)")
+        self.addresses = addrs
+        self.fns: dict[str, Callable] = {
+            name: ctypes.CFUNCTYPE(res, *args)(addrs[name]) for name, (res, args) in _EVP.items()}
+        version = (self.fns["OpenSSL_version"](0) or b"").decode()
+        if not version.startswith("OpenSSL"):
+            raise PeerUnavailable(f"bundled OpenSSL peer skipped: OpenSSL_version(0) at "
+                                  f"{addrs['OpenSSL_version']:#x} gave {version!r}")
+        for name in _IR_EVP:
+            llvm.add_symbol(O4_PREFIX + name, addrs[name])
+        jit._init()
+        self.library = jit.compile_ir("vg_bench_openssl4",
+                                      _seal_ir(O4_PREFIX, "vgb_o4_seal", "vg_bench_openssl4"), "")
+        self.seal_address = self.library.address("vgb_o4_seal")
+        self._ctx: dict[bytes, int] = {}
+        cpuinfo = (self.fns["OpenSSL_version"](OPENSSL_CPU_INFO) or b"").decode()
+        caps = parse_cpuinfo(cpuinfo)
+        self.info = OpenSSLInfo(self.path, version, cpuinfo, os.environ.get("OPENSSL_ia32cap"),
+                                caps, bundled_gcm_path(caps, version))
+
+
+@functools.cache
+def bundled_openssl() -> BundledOpenSSL:
+    """This process's bundled-OpenSSL peer (raises PeerUnavailable with a clear message)."""
+    return BundledOpenSSL()
 
 
 def cryptography_version() -> str | None:

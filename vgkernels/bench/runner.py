@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .cases import OPENSSL_OPS, PY_OPS, Builder, CaseSpec, KernelError, Skip
+from .cases import OPENSSL4_OPS, OPENSSL_OPS, PY_OPS, Builder, CaseSpec, KernelError, Skip
 
 
 @dataclass
@@ -72,6 +72,7 @@ class Session:
             self.driver.stack_offset = settings.stack_offset
         self.builder = Builder(self.driver, verify=settings.verify, libcrypto=settings.libcrypto)
         self.openssl_error: str | None = None
+        self.bundled_error: str | None = None  # the cryptography wheel's OpenSSL, native
         self._told: set[str] = set()
 
     def start(self) -> list[dict[str, Any]]:
@@ -83,6 +84,11 @@ class Session:
                 self.builder.openssl()
             except peers.PeerUnavailable as e:
                 self.openssl_error = str(e)
+                events.append(self._skip(str(e)))
+            try:
+                self.builder.bundled()
+            except peers.PeerUnavailable as e:
+                self.bundled_error = str(e)
                 events.append(self._skip(str(e)))
         events.append({"type": "meta", "process": self.meta()})
         return events
@@ -99,6 +105,12 @@ class Session:
                         ia32cap_effective=(f"0x{info.caps[0]:x}:0x{info.caps[1]:x}"
                                            if info.caps else None),
                         openssl_path=info.gcm_path)
+        if self.settings.openssl and self.bundled_error is None:
+            b = self.builder.bundled().info
+            meta.update(bundled_openssl_version=b.version,
+                        bundled_ia32cap_effective=(f"0x{b.caps[0]:x}:0x{b.caps[1]:x}"
+                                                   if b.caps else None),
+                        bundled_openssl_path=b.gcm_path)
         meta["cryptography_openssl"] = peers.cryptography_version()
         return meta
 
@@ -114,10 +126,15 @@ class Session:
         for spec in chunk.specs:
             if spec.op in OPENSSL_OPS and self.openssl_error:
                 continue
+            if spec.op in OPENSSL4_OPS and self.bundled_error:
+                continue
             try:
                 cases.append(self.builder.build(spec))
             except peers.PeerUnavailable as e:
-                self.openssl_error = str(e)
+                if spec.op in OPENSSL4_OPS:
+                    self.bundled_error = str(e)
+                else:
+                    self.openssl_error = str(e)
                 events.append(self._skip(str(e)))
             except Skip as e:
                 if str(e) not in self._told:

@@ -33,7 +33,8 @@ HOST_COLS = ["host", "cpu_model", "cpu_flags", "llvm_cpu", "kernel_version", "ll
 STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
              "ticks_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
 PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effective",
-             "openssl_path"]
+             "openssl_path", "bundled_openssl_version", "bundled_ia32cap_effective",
+             "bundled_openssl_path"]
 SUMMARY_COLS = RUN_COLS + LABEL_COLS + STAT_COLS + HOST_COLS + PROC_COLS
 SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", "op", "shape", "pieces", "aligned",
                "n", "bytes", "blocks", "pass", "batch", "sample", "ticks", "ns"]

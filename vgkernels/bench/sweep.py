@@ -31,7 +31,8 @@ from .runner import Chunk, Session, Settings, Worker, WorkerDied
 
 Ops = list[tuple[str, str]]  # (op, shape)
 
-PEER_OPS: Ops = [("openssl", "one"), ("openssl_copy", "n+1"), ("cryptography_py", "one")]
+PEER_OPS: Ops = [("openssl", "one"), ("openssl_copy", "n+1"), ("openssl4_seal", "one"),
+                 ("openssl4_copy", "n+1"), ("cryptography_py", "one")]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile
 HEADLINE_SIZES = (16, 1024, 16384)
 LABELS = {"seal": "vgkernels seal", "copy_ip": "vgkernels copy+ip (n+1)",
           "openssl": "OpenSSL (masked)", "openssl_copy": "OpenSSL copy+seal (n+1, masked)",
+          "openssl4_seal": "OpenSSL 4.0.3 (cryptography's, native)",
+          "openssl4_copy": "OpenSSL 4.0.3 copy+seal (cryptography's, native, n+1)",
           "cryptography_py": "cryptography AESGCM (incl. Python call)",
           "ctr32": "ctr32 (AES only)", "ghash": "ghash", "encrypt_blocks": "encrypt_blocks",
           }
@@ -41,8 +43,18 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["backend", "impl", "op", "shape", "n", "bytes"]
     b = t.groupby(keys, observed=True, as_index=False)["ns"].min()
     b["gbps"] = b["bytes"].astype(float) / b["ns"]
-    b["series"] = b["op"].map(LABELS).fillna(b["op"])
+    b["series"] = b["op"].map(labels(df)).fillna(b["op"])
     return b
+
+
+def labels(df: pd.DataFrame) -> dict[str, str]:
+    """LABELS with the bundled OpenSSL's version as measured (``bundled_openssl_version``)."""
+    col = df.get("bundled_openssl_version")
+    seen = col.dropna() if col is not None else ()
+    if not len(seen):
+        return LABELS
+    ver = " ".join(str(seen.iloc[0]).split()[:2])  # "OpenSSL 4.0.3"
+    return {k: v.replace("OpenSSL 4.0.3", ver) for k, v in LABELS.items()}
 
 
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -61,14 +73,18 @@ def compare_table(df: pd.DataFrame) -> pd.DataFrame:
     if b.empty:
         return b
     w = b.pivot_table(index=["backend", "n"], columns="op", values="ns", observed=True)
-    w = w.reindex(columns=["seal", "openssl", "copy_ip", "openssl_copy", "cryptography_py"])
+    w = w.reindex(columns=["seal", "openssl", "openssl4_seal", "copy_ip", "openssl_copy",
+                           "openssl4_copy", "cryptography_py"])
     w.columns.name = None
     w = w.reset_index()
     w["OpenSSL / ours"] = w["openssl"] / w["seal"]
+    w["OpenSSL 4 native / ours"] = w["openssl4_seal"] / w["seal"]
     w["OpenSSL copy / ours copy"] = w["openssl_copy"] / w["copy_ip"]
     w["seal GB/s"] = w["n"] / w["seal"]
     return w.rename(columns={"seal": "seal ns", "openssl": "OpenSSL ns",
+                             "openssl4_seal": "OpenSSL 4 native ns (cryptography's)",
                              "copy_ip": "copy+ip ns", "openssl_copy": "OpenSSL copy ns",
+                             "openssl4_copy": "OpenSSL 4 native copy ns",
                              "cryptography_py": "cryptography ns (Python call)"})
 
 
@@ -88,17 +104,19 @@ def roofline_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_throughput(df: pd.DataFrame):
-    """GB/s against bytes (log x) per backend: vgkernels against its masked OpenSSL and
-    cryptography (whose time includes the Python call)."""
+    """GB/s against bytes (log x) per backend: vgkernels against its masked OpenSSL (the
+    system's, and the one cryptography bundles, called natively) and cryptography (whose time
+    includes the Python call)."""
     import seaborn as sns
 
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
-    b = b[b["op"].isin(["seal", "openssl", "copy_ip", "openssl_copy", "cryptography_py"])]
+    ops = ("seal", "copy_ip", "openssl", "openssl_copy", "openssl4_seal", "cryptography_py")
+    b = b[b["op"].isin(ops)]
     order = list(dict.fromkeys(b["backend"]))
-    hue_order = [LABELS[o] for o in ("seal", "copy_ip", "openssl", "openssl_copy",
-                                     "cryptography_py") if LABELS[o] in set(b["series"])]
+    lab = labels(df)
+    hue_order = [lab[o] for o in ops if lab[o] in set(b["series"])]
     g = sns.relplot(data=b, x="bytes", y="gbps", hue="series", hue_order=hue_order,
                     col="backend", col_order=order, col_wrap=min(3, len(order)) or 1,
                     kind="line", marker="o", markersize=4, height=3.4, aspect=1.35,
