@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["AesGcm", "InvalidTag", "__version__"]
+__all__ = ["AesGcm", "Decryptor", "Encryptor", "InvalidTag", "Variant", "__version__"]
 
 
 def __getattr__(name: str):  # lazy: `import vgkernels` must not compile anything
@@ -12,4 +12,8 @@ def __getattr__(name: str):  # lazy: `import vgkernels` must not compile anythin
         from . import api
 
         return getattr(api, name)
-    raise AttributeError(name)
+    if name == "Variant":
+        from .backends import Variant
+
+        return Variant
+    raise AttributeError(f"module 'vgkernels' has no attribute {name!r}")
