@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .. import abi
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import dvec, i1, i32, i64, ptr, vec, void, zero
@@ -464,4 +463,4 @@ def build_all(module: ir.Module, params: Params) -> None:
         f.b.ret_void()
 
 
-__all__ = ["Bulk", "MODES", "build_all", "abi", "vec"]
+__all__ = ["MODES", "Bulk", "build_all"]

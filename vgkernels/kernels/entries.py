@@ -12,7 +12,6 @@ from llvmlite import ir
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
-from ..ir.ghash import Parts
 from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
 
 
@@ -351,4 +350,4 @@ def build_inner(module: ir.Module, params: Params) -> None:
 
 
 __all__ = ["build_gather", "build_helpers", "build_inner", "build_open_out", "build_seal_out",
-           "Parts"]
+           "build_two_slice"]
