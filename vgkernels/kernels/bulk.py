@@ -239,41 +239,90 @@ class Bulk:
         self.mask_tail = lambda v: v
         ld = lambda width: (lambda off: em.load(self.inp, off, width))  # noqa: E731
         st = lambda off, v: em.store(v, self.out, off)  # noqa: E731
-        vals = [j0, npend, ctr, *_parts(acc_w), xin]
         u = min(self.p.v, 4)  # vectors per iteration of the leftover loop
+        masked = self.p.backend.masked and w > 1 and u > 1
+        ctr_end = None
+        if masked:
+            # What the u-vector loop leaves (fewer than u vectors, the partial block, the extra
+            # byte) is one straight-line piece of m vectors, the last one byte-masked.  It is
+            # emitted BEFORE the loop: its AES chains then run beside the loop's instead of
+            # after them (XOR is order-free; every block carries its own power).
+            span = b.sub(e, j0)
+            nloop = b.sub(span, b.urem(span, _c(u * w)))
+            jt = b.add(j0, nloop)
+            nrem_in = b.add(b.shl(b.sub(e, jt), _c(4)), p)
+            nrem = b.add(nrem_in, _c(1)) if self.extra else nrem_in
+            vb = 16 * w
+            nvec = b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
+            first_here = b.icmp_unsigned("==", nloop, _c(0))  # the tail holds block 0
+            xin_t = b.select(first_here, xin, zero(w))
+            # no block at all before the length block: the state goes to it
+            xin_len = b.select(b.and_(first_here, b.icmp_unsigned("==", nvec, _c(0))),
+                               em.lane(xin, 0), zero(1))
+            xin = b.select(first_here, zero(w), xin)
+            qt = b.add(npend, nloop)
+            ctr_t = ctrs.add(em, ctr, b.trunc(nloop, ir.IntType(32)))
+            acc0 = acc_w
+
+            def tail(m):
+                def go():
+                    off_in = em.gep(self.inp, b.shl(jt, _c(4)))
+                    off_out = em.gep(self.out, b.shl(jt, _c(4)))
+                    data = [em.load(off_in, t * vb, w) for t in range(m - 1)]
+                    last_n = b.sub(nrem_in, _c((m - 1) * vb))
+                    d, mask = partial.masked_load(em, em.gep(off_in, (m - 1) * vb), last_n, w)
+                    if self.extra:
+                        d, mask = partial.insert_byte(em, d, mask, last_n, self.extra_byte, w)
+                    data.append(d)
+                    outs, c = data, ctr_t
+                    if self.aes:
+                        ks = self.keystream(ctr_t, w, m)
+                        outs = [b.xor(x, k) for x, k in zip(data, ks, strict=True)]
+                        for t in range(m - 1):
+                            em.store(outs[t], off_out, t * vb)
+                        partial.masked_store(em, em.gep(off_out, (m - 1) * vb), outs[-1], mask, w)
+                        nblk = b.trunc(b.lshr(b.add(nrem, _c(15)), _c(4)), ir.IntType(32))
+                        c = ctrs.add(em, ctr_t, nblk)
+                    acc = acc0
+                    if self.hash:
+                        for t in range(m):
+                            src = outs[t] if self.mode == "enc" else data[t]
+                            if t == m - 1 and self.mode == "enc":
+                                src = partial.select_bytes(em, mask, src, w)
+                            h = em.bswap_lanes(src)
+                            if t == 0:
+                                h = em.xor(h, xin_t)
+                            pw = f.power(self.ctx, b.sub(r, b.add(qt, _c(t * w))), w)
+                            acc = gh.accumulate(acc, h, pw)
+                    return [c, *_parts(acc)]
+                return go
+
+            def pick(m):
+                if m == u:
+                    return tail(m)
+                return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), tail(m),
+                                                 pick(m + 1), f"mtail{m}")
+            ctr_end, lo, mi, hi = em.if_else_values(
+                b.icmp_unsigned("==", nvec, _c(0)), lambda: [ctr_t, *_parts(acc0)],
+                pick(1), "mrem")
+            acc_w = Parts(lo, mi, hi)
+        vals = [j0, npend, ctr, *_parts(acc_w), xin]
         if u > 1:
             vals = em.loop("wide4", vals,
                            lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(u * w)), e),
                            lambda v: units(v, u))
-        j, q, ctr, lo, mi, hi, xin = em.loop(
-            "wide", vals,
-            lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(w)), e),
-            lambda v: unit(w, v, ld(w), st, w))
+        if masked:
+            j, q, _, lo, mi, hi, xin = vals
+            ctr = ctr_end
+        else:
+            j, q, ctr, lo, mi, hi, xin = em.loop(
+                "wide", vals,
+                lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(w)), e),
+                lambda v: unit(w, v, ld(w), st, w))
         acc_w = Parts(lo, mi, hi)
         acc_n = gh.zero_parts(1)
-        if self.p.backend.masked and w > 1:
-            # one masked vector takes the remaining blocks and the partial block together
-            nrem_in = b.add(b.shl(b.sub(e, j), _c(4)), p)
-            nrem = b.add(nrem_in, _c(1)) if self.extra else nrem_in
-
-            def masked():
-                vals = [j, q, ctr, *_parts(acc_w), xin]
-                off_in = em.gep(self.inp, b.shl(j, _c(4)))
-                off_out = em.gep(self.out, b.shl(j, _c(4)))
-                d, mask = partial.masked_load(em, off_in, nrem_in, w)
-                if self.extra:
-                    d, mask = partial.insert_byte(em, d, mask, nrem_in, self.extra_byte, w)
-                self.mask_tail = lambda v: partial.select_bytes(em, mask, v, w)
-                nblk = b.trunc(b.lshr(b.add(nrem, _c(15)), _c(4)), ir.IntType(32))
-                res = unit(w, vals, lambda off: d,
-                           lambda off, v: partial.masked_store(em, off_out, v, mask, w), nblk)
-                self.mask_tail = lambda v: v
-                return res[2:]
-            ctr, lo, mi, hi, xin = em.if_else_values(
-                b.icmp_unsigned("!=", nrem, _c(0)), masked, lambda: [ctr, *_parts(acc_w), xin],
-                "mrem")
-            acc_w = Parts(lo, mi, hi)
-            xn = em.lane(xin, 0)
+        if masked:
+            xn = xin_len  # else the state went to the tail or to the loop's first vector
         else:
             xn = em.lane(xin, 0) if w > 1 else xin
             j, q, ctr, lo, mi, hi, xn = em.loop(
