@@ -37,7 +37,7 @@ if masks:
                                                    for be, m in masks.items())))
 
 # %% [markdown]
-# ## Throughput against OpenSSL
+# ## Seal throughput against OpenSSL (GB/s per size)
 
 # %%
 g = pr.plot_throughput(df)
@@ -48,6 +48,9 @@ plt.show()
 fig = pr.plot_all(df)
 nb.figure(fig, "throughput_all", title="seal GB/s of every backend")
 plt.show()
+
+# %% [markdown]
+# ## vgkernels against each peer per size (ns, best of k; ratios: the peer's time over ours)
 
 # %%
 cmp = nb.table(pr.compare_table(df), "compare")
@@ -68,4 +71,4 @@ plt.show()
 
 # %%
 nb.headline(pr.headline(df, rt))
-nb.conclude(pr.conclusions(df, rt))
+nb.conclude(pr.conclusions(df, rt), recommendation=pr.recommendation(df))

@@ -14,7 +14,29 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .sweep import SWEEPS, run
+from .sweep import SWEEPS, parse_variant, run
+
+
+def _variant_arg(text: str) -> str:
+    """argparse type of --variant / --ab: the text, once it parses (else a usage error)."""
+    try:
+        parse_variant(text)
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _backends_arg(text: str) -> list[str]:
+    """argparse type of --backends: known backend names (usability is checked later, against
+    the CPU and VG_CPU_FEATURES)."""
+    from ..backends import BY_NAME
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown backend(s) {', '.join(unknown) or '(none)'};"
+                                         f" known: {', '.join(BY_NAME)}")
+    return names
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -35,30 +57,40 @@ def parser() -> argparse.ArgumentParser:
                     "batches, interleaved cases) into tidy Parquet/CSV under DATA/<host>/.")
     p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS), help="named sweep")
     p.add_argument("--list", action="store_true", help="list the sweeps and exit")
-    p.add_argument("--backends", help="comma list of backends (default: every usable one)")
+    from ..backends import BY_NAME
+
+    p.add_argument("--backends", type=_backends_arg, metavar="NAME[,NAME...]",
+                   help="comma list of backends, from " + ", ".join(BY_NAME)
+                        + " (default: every usable one); one this CPU lacks is an error")
     p.add_argument("--sizes", type=_csv_ints, help="comma list of sizes in bytes (16k = 16384)")
     p.add_argument("--k", type=int, default=33, help="samples per case (default 33)")
     p.add_argument("--passes", type=int, default=3,
                    help="passes over the sweep the k samples are spread over (default 3)")
     p.add_argument("--runs", type=int, help="repetitions (with --ab: A/B pairs, default 2)")
-    p.add_argument("--ab", nargs=2, metavar=("VARIANT_A", "VARIANT_B"),
+    p.add_argument("--ab", nargs=2, metavar=("VARIANT_A", "VARIANT_B"), type=_variant_arg,
                    help="alternate runs A/B/A/B over two variants, e.g. tail=split tail=full")
-    p.add_argument("--variant", help="kernel variant, e.g. tail=split,group=8")
+    p.add_argument("--variant", type=_variant_arg, metavar="SPEC",
+                   help="kernel variant as KEY=VALUE,...: tail=full|split, group=N, "
+                        "stitch_min=N, skew=0..9, karatsuba=0|1 (e.g. tail=split,group=8)")
     p.add_argument("--peers", dest="peers", action="store_true", default=None,
                    help="include OpenSSL / cryptography (default: per sweep)")
-    p.add_argument("--no-peers", dest="peers", action="store_false")
+    p.add_argument("--no-peers", dest="peers", action="store_false",
+                   help="measure vgkernels only (no OpenSSL / cryptography cases)")
     p.add_argument("--quick", action="store_true", help="fewer sizes, k=11, 10 us samples")
     p.add_argument("--target-us", type=float, default=20.0, help="sample length (default 20)")
     p.add_argument("--cpu", type=int, help="CPU to pin to (default: the last allowed)")
     p.add_argument("--stack-offset", type=int,
                    help="page offset of the stack at each call (default 2560; -1: as it is)")
-    p.add_argument("--key-len", type=int, default=16, choices=(16, 24, 32))
-    p.add_argument("--aad-len", type=int, default=13)
+    p.add_argument("--key-len", type=int, default=16, choices=(16, 24, 32),
+                   help="AES key length in bytes: 16, 24 or 32 (default 16: AES-128)")
+    p.add_argument("--aad-len", type=int, default=13,
+                   help="bytes of additional authenticated data per call (default 13: a TLS "
+                        "1.2 record header)")
     p.add_argument("--data", default="data", help="results root (default data/)")
     p.add_argument("--out", help="write into this directory instead of DATA/<host>/")
     p.add_argument("--no-samples", action="store_true", help="do not write per-sample rows")
     p.add_argument("--no-save", action="store_true", help="print only")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--in-process", action="store_true",
                    help="measure in this process instead of one worker per backend (OpenSSL "
                         "unmasked)")
@@ -81,14 +113,30 @@ def _show(res) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``vgkernels bench`` (argv without the program name; default sys.argv)."""
+    from ..cli import run as run_cli
+
+    return run_cli(_main, list(sys.argv[1:] if argv is None else argv), "vgkernels bench")
+
+
+def _main(argv: list[str]) -> int:
+    from ..cli import UsageError
+
     args = parser().parse_args(argv)
     if args.list or not args.sweep:
         for name, d in SWEEPS.items():
             print(f"{name:11s} {d.doc}")
         return 0 if args.list else 2
+    if args.backends:
+        from ..backends import availability
+
+        lacking = {b: why for b in args.backends if (why := availability()[b]) is not None}
+        if lacking:
+            raise UsageError("; ".join(f"backend {b} is not usable here: {why}"
+                                       for b, why in lacking.items()))
     res = run(
         args.sweep,
-        backends=args.backends.split(",") if args.backends else None,
+        backends=args.backends,
         sizes=args.sizes, k=args.k, passes=args.passes, runs=args.runs,
         ab=tuple(args.ab) if args.ab else None,
         variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,

@@ -142,13 +142,10 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
 
 
 def render_html(ipynb: Path) -> Path:
-    """An executed notebook as standalone HTML next to it."""
-    from nbconvert import HTMLExporter
+    """An executed notebook as standalone HTML next to it (offline: no CDN scripts)."""
+    from .pages import render
 
-    body, _ = HTMLExporter().from_filename(str(ipynb))
-    path = ipynb.with_suffix(".html")
-    path.write_text(body, encoding="utf-8")
-    return path
+    return render(ipynb)
 
 
 class _Progress:
@@ -294,6 +291,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:0;border:1px solid #e2e6ee;border-radius:6px;padding:.5rem;background:#fbfcfe}
 figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
 .concl li{margin:.2rem 0}code{background:#f1f3f7;padding:0 .2rem;border-radius:3px}
+.vg-scroll{overflow-x:auto;max-width:100%}
+.smoke{background:#fff4e5;border:1px solid #f0b35a;padding:.6rem 1rem;border-radius:6px;
+font-weight:600}
 """
 
 
@@ -307,8 +307,25 @@ def _md(text: str) -> str:
         return html.escape(text)
 
 
-def _link(href: str | None, label: str) -> str:
-    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>' if href else ""
+def _link(href: str | None, label: str, out: Path | None = None) -> str:
+    """A link, or nothing when there is no target (or, with ``out``, no such file there)."""
+    if not href or (out is not None and not (out / href).exists()):
+        return ""
+    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>'
+
+
+# Files a report keeps only where it was run (see .gitignore): named in the index, never
+# linked, so that a committed or copied report has no dead links.
+def _local_only(rel: str) -> bool:
+    return rel.endswith(".ipynb") or rel.startswith("data/")
+
+
+def is_smoke_test(meta: dict[str, Any], notes: dict[str, dict[str, Any]]) -> bool:
+    """Whether a report's figures come from a smoke-test run (the tiny profile, or a data flag
+    saying so), not fit for conclusions."""
+    if meta.get("smoke_test") or meta.get("profile") == "tiny":
+        return True
+    return any(n.get("smoke_test") or n.get("profile") == "tiny" for n in notes.values())
 
 
 def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
@@ -327,6 +344,10 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         f"{meta.get('seconds', 0):.0f} s · vgkernels {esc(str(meta.get('version', '')))} · "
         f"python {esc(platform.python_version())}</p>",
     ]
+    if is_smoke_test(meta, notes):
+        parts.append("<p class='smoke' id='smoke-test'>Smoke test, not for conclusions: the "
+                     f"{esc(str(meta.get('profile', 'tiny')))} profile takes too few samples "
+                     "for its figures to mean anything.</p>")
     if failed:
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
@@ -338,7 +359,8 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append("<p>No headline numbers: the notebooks that compute them (02, 04, 06) "
                      "did not run or failed.</p>")
     else:
-        parts.append(ht.to_html(index=False, border=0, classes="headline", escape=True))
+        parts.append("<div class='vg-scroll'>" + ht.to_html(index=False, border=0,
+                     classes="headline", escape=True) + "</div>")
         parts.append(
             "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
             "vs OpenSSL: OpenSSL's time over ours, OpenSSL masked to the backend's features "
@@ -356,14 +378,14 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
                        for m in s.get("errors", [])]
         extra = (esc(r.error) if r.error else "") + "".join(
             f"<br><span class='failed'>sweep error</span> {esc(m)}" for m in sweep_notes)
-        links = " · ".join(x for x in (_link(r.html, "HTML"), _link(r.ipynb, "notebook")) if x)
+        links = _link(r.html, "HTML", out)
         parts.append(f"<tr><td>{esc(r.name)}</td><td class='{cls}'>{esc(status)}</td>"
                      f"<td class='num'>{r.seconds:.1f} s</td><td>{links}</td><td>{extra}</td>"
                      "</tr>")
     parts.append("</table>")
     # headline figures
     figs = [(name, f) for name, n in notes.items() for f in n.get("figures", [])
-            if f.get("headline")]
+            if f.get("headline") and (out / f["path"]).exists()]
     if figs:
         parts.append("<h2 id='figures'>Figures</h2><div class='figs'>")
         for name, f in figs:
@@ -380,20 +402,29 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
     # files
     parts.append("<h2 id='files'>Files</h2><ul>")
     if (out / "copy_below.json").exists():
-        parts.append(f"<li>{_link('copy_below.json', 'copy_below.json')} (derived "
+        parts.append(f"<li>{_link('copy_below.json', 'copy_below.json', out)} (derived "
                      "thresholds)</li>")
+    local: list[str] = [f"{r.name}.ipynb" for r in runs if r.ipynb]
     for name, n in notes.items():
         files = [*n.get("files", []), *n.get("tables", [])] + [
             f for s in n.get("sweeps", []) for f in s.get("files", [])]
         files = [f for f in dict.fromkeys(files) if f != "copy_below.json"]
-        if files:
-            parts.append(f"<li>{esc(name)}: " + ", ".join(
-                _link(f, Path(f).name) for f in files) + "</li>")
-    all_figs = [f for n in notes.values() for f in n.get("figures", [])]
-    if all_figs:
-        parts.append("<li>figures: " + ", ".join(_link(f["path"], Path(f["path"]).name)
-                                                 for f in all_figs) + "</li>")
-    parts.append("</ul></body></html>")
+        local += [f for f in files if _local_only(f)]
+        links = [x for x in (_link(f, Path(f).name, out) for f in files if not _local_only(f))
+                 if x]
+        if links:
+            parts.append(f"<li>{esc(name)}: " + ", ".join(links) + "</li>")
+    fig_links = [x for x in (_link(f["path"], Path(f["path"]).name, out)
+                             for n in notes.values() for f in n.get("figures", [])) if x]
+    if fig_links:
+        parts.append("<li>figures: " + ", ".join(fig_links) + "</li>")
+    parts.append("</ul>")
+    if local:
+        parts.append("<p class='meta'>Kept only where the report was run (not committed, so "
+                     "not linked): the executed notebooks and the raw sweep data, "
+                     + ", ".join(f"<code>{esc(f)}</code>" for f in dict.fromkeys(local))
+                     + ".</p>")
+    parts.append("</body></html>")
     path = out / "index.html"
     path.write_text("\n".join(parts), encoding="utf-8")
     (out / "index.json").write_text(json.dumps(jsonable({
@@ -433,9 +464,34 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--notebooks", help=f"notebook directory (default: the checkout's; "
                                        f"${nbs.NOTEBOOKS_ENV})")
     p.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    p.add_argument("--reindex", metavar="DIR",
+                   help="rewrite DIR/index.html from its index.json and notes (no runs) and "
+                        "make its pages work offline, then exit")
     p.add_argument("--sync-notebooks", action="store_true",
                    help="regenerate notebooks/NN_*.ipynb from the NN_*.py scripts and exit")
     return p
+
+
+def reindex(out: Path) -> Path:
+    """Rewrite a report directory's index.html from its index.json and notes (no notebook
+    runs), and make its HTML pages work offline: re-rendered from the executed notebook when
+    it is there, else with their remote scripts removed."""
+    from .pages import make_offline, render
+
+    idx = json.loads((out / "index.json").read_text())
+    fields = set(NotebookRun.__dataclass_fields__)
+    runs = [NotebookRun(**{k: v for k, v in r.items() if k in fields})
+            for r in idx.get("notebooks", [])]
+    for r in runs:
+        ipynb, page = out / f"{r.name}.ipynb", out / f"{r.name}.html"
+        if ipynb.exists():
+            render(ipynb, page)
+        elif page.exists():
+            page.write_text(make_offline(page.read_text(encoding="utf-8")), encoding="utf-8")
+        r.ipynb = ipynb.name if ipynb.exists() else None
+        r.html = page.name if page.exists() else None
+    meta = {k: v for k, v in idx.items() if k not in ("notebooks", "headline")}
+    return write_index(out, runs, meta)
 
 
 def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
@@ -461,6 +517,9 @@ def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.reindex:
+        print(reindex(Path(args.reindex).resolve()))
+        return 0
     try:
         directory = nbs.notebooks_dir(args.notebooks)
     except FileNotFoundError as e:
@@ -487,6 +546,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
     get_profile(args.profile)
     backends = parse_backends(",".join(args.backends)) if args.backends else None
+    from ..backends import BY_NAME
+
+    unknown = [b for b in backends or [] if b not in BY_NAME]
+    if unknown:
+        print(f"vgkernels report: unknown backend(s) {', '.join(unknown)}; known: "
+              f"{', '.join(BY_NAME)}", file=sys.stderr)
+        return 2
     extra: dict[str, Any] = {}
     for item in args.param:
         name, eq, val = item.partition("=")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .common import Profile, empty_figure, fmt_list, fmt_ns, fmt_pct, get_profile
+from .display import sig
 
 THREAD_SIZES = (384, 640, 1024, 1088)  # the PR thread's rows
 PALETTE = {"tail=split": "#d95f02", "tail=full": "#1b9e77", "OpenSSL": "#7570b3"}
@@ -54,13 +55,13 @@ def _range(vals: Sequence[float]) -> str:
     vals = [v for v in vals if np.isfinite(v)]
     if not vals:
         return "—"
-    lo, hi = min(vals), max(vals)
-    return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
+    lo, hi = sig(min(vals)), sig(max(vals))
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def thread_table(df: pd.DataFrame, backend: str,
                  sizes: Sequence[int] | None = THREAD_SIZES) -> pd.DataFrame:
-    """The PR thread's table for one backend: per size, "split runs → full runs" cells
+    """The background thread's table for one backend: per size, "split runs → full runs" cells
     (best of k per run, runs in order) in place and from two pieces, and OpenSSL's range
     over its runs; plus the in-place change of the best full run over the best split run."""
     from ..analysis import ab_table
@@ -71,7 +72,7 @@ def thread_table(df: pd.DataFrame, backend: str,
         return pd.DataFrame()
     # size_col "n" would collide with reduce_points' count column "n": use a copy
     cells = ab_table(vg.assign(payload=vg["n"]), "split", "full", col="tail",
-                     size_col="payload", by=["op"])
+                     size_col="payload", by=["op"], decimals=sig)
     if sizes is not None:
         cells = cells[cells["n"].isin(list(sizes))]
     rows = []
@@ -236,6 +237,36 @@ def headline(df: pd.DataFrame, n: int = 384) -> dict[str, Any]:
             out[str(be)] = {"split_384": float(s.min()), "full_384": float(f.min()),
                             "change_384": float(f.min() / s.min() - 1)}
     return {"backends": out}
+
+
+def recommendation(df: pd.DataFrame, tol: float = 0.02) -> str:
+    """Which tail strategy to build per backend, from the in-place change at 384 B and the
+    median change over the block counts with leftover blocks (both must agree beyond
+    ``tol`` for a verdict)."""
+    head = headline(df)["backends"]
+    left = leftover_compare(df)
+    full, split, even = [], [], []
+    for be, h in head.items():
+        lb = left[left["backend"] == be] if len(left) else left
+        med = float(lb["change"].median()) if len(lb) else h["change_384"]
+        if h["change_384"] < -tol and med < 0:
+            full.append(be)
+        elif h["change_384"] > tol and med > 0:
+            split.append(be)
+        else:
+            even.append(be)
+    if not head:
+        return "none: no backend was measured with both tails."
+    parts = []
+    if full:
+        parts.append(f"use `tail=full` on {fmt_list(full)} (faster at 384 B and over the "
+                     "leftover block counts)")
+    if split:
+        parts.append(f"keep `tail=split` on {fmt_list(split)} (`tail=full` is slower)")
+    if even:
+        parts.append(f"either tail on {fmt_list(even)} (within {tol:.0%} at 384 B, or the "
+                     "two measures disagree)")
+    return "; ".join(parts) + "."
 
 
 def conclusions(df: pd.DataFrame, slope_df: pd.DataFrame) -> list[str]:

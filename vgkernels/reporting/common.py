@@ -34,6 +34,8 @@ from typing import Any
 
 import pandas as pd
 
+from .display import sig
+
 PROFILES = ("tiny", "quick", "full")
 PROGRESS_ENV = "VG_REPORT_PROGRESS"  # a file the batch polls for "which sweep, how far"
 
@@ -327,11 +329,15 @@ class Notebook:
         self._save()
         return Path(path)
 
-    def conclude(self, lines: Iterable[str], title: str = "Conclusions"):
-        """Show conclusions (Markdown computed from the data) and keep them for the index."""
+    def conclude(self, lines: Iterable[str], title: str = "Conclusions",
+                 recommendation: str | None = None):
+        """Show conclusions (Markdown computed from the data) and keep them for the index;
+        ``recommendation`` (what to do, computed too) opens them."""
         from IPython.display import Markdown
 
         lines = [str(x) for x in lines if x]
+        if recommendation:
+            lines.insert(0, f"**Recommendation:** {recommendation}")
         self.conclusions.extend(lines)
         self._save()
         return Markdown(f"### {title}\n\n" + "\n".join(f"- {x}" for x in lines))
@@ -367,13 +373,21 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
     """Set up a notebook run: plotting theme, profile, backends, output directories."""
     import seaborn as sns
 
+    from .display import install
+
     sns.set_theme(style="whitegrid", context="notebook")
+    install()  # every DataFrame the notebook shows: people's numbers, scrolling when wide
     pd.set_option("display.width", 160)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 200)
     prof = get_profile(profile)
     nb = Notebook(name, prof, choose_backends(backends, prof, only), Paths.make(out_dir, data_dir))
     nb._save()
+    if prof.tiny:
+        from IPython.display import HTML, display
+
+        display(HTML("<p class='vg-banner'>Smoke test, not for conclusions: the tiny profile "
+                     "takes too few samples for these figures to mean anything.</p>"))
     return nb
 
 
@@ -393,13 +407,12 @@ def empty_figure(message: str, title: str = ""):
 
 
 def fmt_ns(x: float | None) -> str:
+    """A time for prose: 3 significant figures, in µs from 10 µs on."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    if x >= 100_000:
-        return f"{x / 1000:,.0f} µs"
     if x >= 10_000:
-        return f"{x / 1000:.1f} µs"
-    return f"{x:.0f} ns" if x >= 100 else f"{x:.1f} ns"
+        return f"{sig(x / 1000)} µs"
+    return f"{sig(x)} ns"
 
 
 def fmt_bytes(n: int | float | None) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile
+from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
 
 HEADLINE_SIZES = (16, 1024, 16384)
 LABELS = {"seal": "vgkernels seal", "copy_ip": "vgkernels copy+ip (n+1)",
@@ -203,6 +203,21 @@ def headline(df: pd.DataFrame, rt: pd.DataFrame | None = None) -> dict[str, Any]
         out[str(be)] = {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
                         for k, v in h.items()}
     return {"backends": out}
+
+
+def recommendation(df: pd.DataFrame) -> str:
+    """The backend to use for bulk data here: the fastest seal at the largest size."""
+    b = tidy(df)
+    if b.empty:
+        return "none: nothing was measured."
+    top = int(b["n"].max())
+    seal = b[(b["op"] == "seal") & (b["n"] == top)]
+    if seal.empty:
+        return "none: no seal was measured."
+    best = seal.loc[seal["gbps"].idxmax()]
+    return (f"use `{best.backend}` for bulk data on this host ({best.gbps:.2f} GB/s at "
+            f"{fmt_bytes(top)}, the fastest of {plural(seal['backend'].nunique(), 'backend')} "
+            "measured).")
 
 
 def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
