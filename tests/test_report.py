@@ -185,6 +185,47 @@ def test_failing_notebook_is_reported_not_hidden(tmp_path, capsys):
     assert "FAILED: 02_broken" in capsys.readouterr().err
 
 
+def test_index_links_only_files_a_committed_report_has(tmp_path):
+    """Executed notebooks and raw data stay out of git: the index names them without linking
+    them, and links nothing that is absent (a figure or table that was not written)."""
+    out = tmp_path / "rep"
+    (out / "notes").mkdir(parents=True)
+    (out / "figures").mkdir()
+    (out / "figures" / "02_block_counts-steps.png").write_bytes(b"png")
+    (out / "02_block_counts.html").write_text("<html></html>")
+    (out / "notes" / "02_block_counts.json").write_text(json.dumps({
+        "profile": "quick", "conclusions": ["**Recommendation:** x"],
+        "figures": [{"name": "steps", "path": "figures/02_block_counts-steps.png",
+                     "headline": True, "title": "steps"},
+                    {"name": "gone", "path": "figures/02_block_counts-gone.png",
+                     "headline": True, "title": "gone"}],
+        "tables": ["tables/02_block_counts-missing.csv"],
+        "sweeps": [{"label": "blocks", "files": ["data/vm/blocks.parquet"]}]}))
+    runs = [batch.NotebookRun("02_block_counts", "ok", ipynb="02_block_counts.ipynb",
+                              html="02_block_counts.html"),
+            batch.NotebookRun("03_tail_sizes", "ok", ipynb="03_tail_sizes.ipynb",
+                              html="03_tail_sizes.html")]
+    from vgkernels.reporting import pages
+
+    page = batch.write_index(out, runs, {"profile": "quick", "host": "h", "date": "d"})
+    assert not pages.dead_links(page), pages.dead_links(page)
+    text = page.read_text()
+    assert "02_block_counts.html" in pages.local_links(text)
+    assert "<code>02_block_counts.ipynb</code>" in text
+    assert "<code>data/vm/blocks.parquet</code>" in text
+    assert "Smoke test" not in text  # quick profile
+    idx = out / "index.json"
+    idx.write_text(json.dumps({"profile": "tiny", "host": "h", "date": "d",
+                               "notebooks": [vars(r) for r in runs]}))
+    (out / "02_block_counts.html").write_text(
+        '<html><head><script src="https://cdnjs.cloudflare.com/x/require.min.js"></script>'
+        "</head><body>page</body></html>")
+    text = batch.reindex(out).read_text()  # rewrites the index, pages made offline
+    assert "Smoke test, not for conclusions" in text
+    assert not pages.remote_refs((out / "02_block_counts.html").read_text())
+    assert not pages.dead_links(out / "index.html")
+
+
 def test_unknown_notebook_is_an_error(capsys):
     assert batch.main(["--only", "99_nothing", "--no-progress"]) == 2
     assert "no notebook matches" in capsys.readouterr().err
@@ -219,36 +260,41 @@ def test_batch_tiny_writes_index_and_renders(tmp_path):
                 "copy_below (aligned, unaligned)", "split→full @384 B"):
         assert col in html, col
     assert f"<td>{best}</td>" in html
-    links = set(re.findall(r"(?:href|src)='([^']+)'", html)) | set(
-        re.findall(r'(?:href|src)="([^"]+)"', html))
+    from vgkernels.reporting import pages
+
+    links = set(pages.local_links(html))
     for name in ("02_block_counts", "04_copy_below", "06_peers_roofline"):
-        assert f"{name}.html" in links and f"{name}.ipynb" in links
-    for link in links:
-        assert (out / link).exists(), link
+        assert f"{name}.html" in links
+        assert f"{name}.ipynb" not in links and f"<code>{name}.ipynb</code>" in html  # local
+    assert not any(link.startswith("data/") for link in links)  # raw data: never committed
     assert any(link.startswith("figures/") and link.endswith(".png") for link in links)
     assert "copy_below.json" in links and "01_inventory" in html  # not run: listed anyway
+    assert "Smoke test, not for conclusions" in html
+    # every page of the report: offline, its local links resolve
+    htmls = sorted(out.glob("*.html"))
+    assert [p.name for p in htmls] == ["02_block_counts.html", "04_copy_below.html",
+                                       "06_peers_roofline.html", "index.html"]
+    for page in htmls:
+        assert not pages.dead_links(page), (page.name, pages.dead_links(page))
+        assert not pages.remote_refs(page.read_text()), page.name
     idx = json.loads((out / "index.json").read_text())
     assert idx["headline"][0]["backend"] == best
     assert idx["headline"][0]["GB/s @16 KiB"] > 0
     assert {r["name"]: r["status"] for r in idx["notebooks"]}["02_block_counts"] == "ok"
 
     if CHROMIUM is None:
-        pytest.skip("index.html checks passed; Chromium is not installed (Debian package "
-                    "`chromium`), so the page was not rendered to a screenshot")
-    shot = tmp_path / "index.png"
-    subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}",
-         f"--screenshot={shot}", "--window-size=1280,900", (out / "index.html").as_uri()],
-        capture_output=True, timeout=120, check=False)
-    assert shot.exists() and shot.stat().st_size > 20_000, "no (or an empty) screenshot"
-    size, colours, not_white = _png_stats(shot)
-    assert size == (1280, 900)
-    assert colours > 50, f"screenshot has only {colours} colours"
-    assert not_white > 0.03, f"screenshot is almost blank ({not_white:.1%} non-white)"
+        pytest.skip("the report's pages and links checked; Chromium is not installed (Debian "
+                    "package `chromium`), so no page was rendered to a screenshot")
+    for page in htmls:  # every page, not only the index
+        shot = pages.screenshot(page, tmp_path / f"{page.stem}.png", height=900,
+                                browser=CHROMIUM)
+        assert shot.stat().st_size > 20_000, f"{page.name}: an empty screenshot"
+        size, colours, not_white = _png_stats(shot)
+        assert size == (1280, 900)
+        assert colours > 50, f"{page.name}: screenshot has only {colours} colours"
+        assert not_white > 0.03, f"{page.name}: almost blank ({not_white:.1%} non-white)"
     if os.environ.get("VG_REPORT_SCREENSHOT"):
-        shutil.copy(shot, os.environ["VG_REPORT_SCREENSHOT"])
+        shutil.copy(tmp_path / "index.png", os.environ["VG_REPORT_SCREENSHOT"])
 
 
 @pytest.mark.skipif(os.environ.get("VG_TEST_FRESH_VENV") != "1",

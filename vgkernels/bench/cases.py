@@ -79,6 +79,7 @@ class KernelError(RuntimeError):
 
 
 def impl_of(op: str) -> str:
+    """Which implementation an op times: vgkernels, openssl, openssl4 or cryptography."""
     if op in OPENSSL_OPS:
         return "openssl"
     if op in OPENSSL4_OPS:
@@ -128,16 +129,20 @@ class CaseSpec:
 
     @property
     def impl(self) -> str:
+        """The implementation this case times (see :func:`impl_of`)."""
         return impl_of(self.op)
 
     def variant(self) -> Variant:
+        """The resolved kernel Variant of this case's backend."""
         return Variant(**dict(self.vparams)).resolved(get(self.backend))
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON) of this spec, for a worker process."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CaseSpec:
+        """The spec :meth:`to_dict` gave (tuples restored from JSON lists)."""
         d = dict(d)
         d["vparams"] = tuple((k, v) for k, v in d.get("vparams", ()))  # JSON gives lists
         return cls(**d)
@@ -191,9 +196,11 @@ class Buf:
             self.write(data)
 
     def write(self, data: bytes) -> None:
+        """Copy ``data`` to the start of the buffer."""
         ctypes.memmove(self.addr, data, len(data))
 
     def read(self, n: int | None = None) -> bytes:
+        """The first ``n`` bytes (default: all of them)."""
         return ctypes.string_at(self.addr, self.n if n is None else n)
 
 
@@ -215,6 +222,7 @@ class Placer:
 
 
 def message(n: int, seed: int = 0) -> bytes:
+    """``n`` bytes of a deterministic test message (the same in every process)."""
     return bytes((i * 167 + seed * 13 + 5) & 255 for i in range(n))
 
 
@@ -243,15 +251,18 @@ class Builder:
     # -- shared material ---------------------------------------------------------------------
     @staticmethod
     def material(spec: CaseSpec) -> tuple[bytes, bytes, bytes]:
+        """(key, nonce, aad) of a case: fixed bytes, the same in every process."""
         return bytes(range(1, spec.key_len + 1)), bytes(range(spec.nonce_len)), \
             bytes(range(100, 100 + spec.aad_len))
 
     def kernels(self, spec: CaseSpec):  # -> vgkernels.kernels.build.Kernels
+        """The compiled kernels of the case's backend and variant."""
         from ..kernels.build import kernels
 
         return kernels(spec.backend, spec.variant())
 
     def address(self, spec: CaseSpec, abi_op: str) -> int:
+        """The address of one exported kernel; Skip when the backend lacks it."""
         k = self.kernels(spec)
         try:
             return k.address(abi_op)
@@ -260,6 +271,7 @@ class Builder:
                        "(not built yet?)") from None
 
     def ctx(self, spec: CaseSpec) -> int:
+        """A key context set up by the kernel's key_init (kept per backend, variant, key)."""
         key, _, _ = self.material(spec)
         tag = (spec.backend, spec.variant(), key)
         buf = self._ctx.get(tag)
@@ -273,16 +285,19 @@ class Builder:
         return buf.addr
 
     def openssl(self):  # -> peers.OpenSSL
+        """The system OpenSSL peer (libcrypto through its EVP interface)."""
         from . import peers
 
         return peers.openssl(self.libcrypto)
 
     def bundled(self):  # -> peers.BundledOpenSSL
+        """The OpenSSL bundled in the cryptography wheel, called natively."""
         from . import peers
 
         return peers.bundled_openssl()
 
     def peer(self, op: str):
+        """The OpenSSL that times ``op``: the bundled one for its ops, else the system's."""
         return self.bundled() if op in OPENSSL4_OPS else self.openssl()
 
     # -- cases -------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ def _csv_ints(text: str) -> list[int]:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``vgkernels bench``."""
     p = argparse.ArgumentParser(
         prog="vgkernels bench",
         description="Native timing of vgkernels and its peers (serialised TSC, calibrated "

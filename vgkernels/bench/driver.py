@@ -381,6 +381,7 @@ class Measurement:
     ticks: list[float]
 
     def stats(self, tsc_hz: float) -> dict[str, float]:
+        """min / median ticks and ns and spread of the samples (see summarise)."""
         return summarise(self.ticks, tsc_hz)
 
 
@@ -416,6 +417,7 @@ class Driver:
         self.tsc_hz = calibrate_tsc(self.read_tsc)
 
     def address(self, symbol: str) -> int:
+        """The address of a symbol of the driver's own compiled code."""
         return self.library.address(symbol)
 
     def empty_case(self) -> Case:
@@ -485,6 +487,7 @@ class Driver:
         return Timing(ms)
 
     def meta(self) -> dict[str, object]:
+        """What the data rows record about the driver: TSC rate, pinning, stack offset."""
         return {"tsc_hz": self.tsc_hz, "kernel_tsc_khz": self.kernel_tsc_khz,
                 "stack_offset": self.stack_offset,
                 "pinned_cpu": self.pinned_cpu, "pid": os.getpid(),

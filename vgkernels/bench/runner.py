@@ -30,6 +30,7 @@ from .cases import OPENSSL4_OPS, OPENSSL_OPS, PY_OPS, Builder, CaseSpec, KernelE
 
 @dataclass
 class Chunk:
+    """A unit of work for a session: cases measured together (interleaved), k samples each."""
     run: int
     specs: list[CaseSpec]
     index: int = 0  # position in the sweep's plan (the same in every run and pass)
@@ -37,11 +38,13 @@ class Chunk:
     pass_: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON) of this chunk, for a worker process."""
         return {"run": self.run, "index": self.index, "k": self.k, "pass": self.pass_,
                 "specs": [s.to_dict() for s in self.specs]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        """The chunk :meth:`to_dict` gave."""
         return cls(d["run"], [CaseSpec.from_dict(s) for s in d["specs"]], d["index"], d["k"],
                    d["pass"])
 
@@ -76,6 +79,7 @@ class Session:
         self._told: set[str] = set()
 
     def start(self) -> list[dict[str, Any]]:
+        """Set up the driver and peers; returns the events (skips, notes) to report."""
         from . import peers
 
         events: list[dict[str, Any]] = []
@@ -119,6 +123,7 @@ class Session:
         return {"type": "skip", "message": msg}
 
     def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        """Measure one chunk; returns its result rows and events."""
         from . import peers
 
         events: list[dict[str, Any]] = []
@@ -160,6 +165,7 @@ class Session:
         return events
 
     def close(self, kill: bool = False) -> None:
+        """Release what the session holds (nothing to do in-process)."""
         pass
 
 
@@ -186,6 +192,7 @@ def worker_main() -> int:
 
 
 class WorkerDied(RuntimeError):
+    """A worker process exited while measuring (a crash in a kernel or a peer)."""
     pass
 
 
@@ -216,12 +223,15 @@ class Worker:
                          f"{_describe_rc(self.proc.wait())}")
 
     def start(self) -> list[dict[str, Any]]:
+        """Send the settings; returns the worker's start events."""
         return self._talk(json.dumps(asdict(self.settings)))
 
     def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        """Measure one chunk in the worker; returns its rows and events."""
         return self._talk(json.dumps(chunk.to_dict()))
 
     def close(self, kill: bool = False) -> None:
+        """Stop the worker (``kill``: without waiting for it to finish)."""
         if self.proc.poll() is None and kill:
             self.proc.kill()
         if self.proc.poll() is None:

@@ -96,6 +96,7 @@ class Accumulator:
         return rows
 
     def summary(self) -> list[dict[str, Any]]:
+        """One summary row per case and run (min/median ns, spread) from the samples so far."""
         out = []
         for acc in self._cases.values():
             ov = min(acc["ov"]) if acc["ov"] else None

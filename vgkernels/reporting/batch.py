@@ -86,6 +86,7 @@ def kernel_manager_class() -> type:
 
 @dataclass
 class NotebookRun:
+    """One notebook's run in a report batch: status, time, error, artefacts."""
     name: str
     status: str = "not run"  # ok | failed | not run
     seconds: float = 0.0
@@ -97,6 +98,7 @@ class NotebookRun:
 
     @property
     def ok(self) -> bool:
+        """True when the notebook ran without error."""
         return self.status == "ok"
 
 
@@ -444,6 +446,7 @@ def _value(text: str) -> Any:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``vgkernels report``."""
     p = argparse.ArgumentParser(
         prog="vgkernels report",
         description="Run the report notebooks (papermill) into one directory: executed "
@@ -516,6 +519,7 @@ def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``vgkernels report`` (argv without the program name); returns the exit status."""
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.reindex:
         print(reindex(Path(args.reindex).resolve()))

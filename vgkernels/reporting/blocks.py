@@ -270,6 +270,8 @@ def recommendation(df: pd.DataFrame, tol: float = 0.02) -> str:
 
 
 def conclusions(df: pd.DataFrame, slope_df: pd.DataFrame) -> list[str]:
+    """Per backend, computed statements: split against full at 384 B, over the leftover block
+    counts, and the per-block slopes."""
     lines = []
     b = best(df)
     head = headline(df)["backends"]

@@ -55,10 +55,12 @@ class Profile:
 
     @property
     def tiny(self) -> bool:
+        """The smoke-test profile (seconds per notebook, not for conclusions)."""
         return self.name == "tiny"
 
     @property
     def full(self) -> bool:
+        """The profile of the real analysis."""
         return self.name == "full"
 
     def pick(self, tiny: Any, quick: Any, full: Any) -> Any:
@@ -77,6 +79,7 @@ _PROFILES = {
 
 
 def get_profile(name: str | Profile) -> Profile:
+    """A Profile by name (ValueError listing the known ones)."""
     if isinstance(name, Profile):
         return name
     try:
@@ -120,6 +123,7 @@ def choose_backends(backends: str | Iterable[str] | None, profile: str | Profile
 
 
 def host() -> str:
+    """This machine's host name, safe as part of a file name."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() or "host")
 
 
@@ -141,6 +145,7 @@ def default_out_dir(start: Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Paths:
+    """The directories of one report: out, data, figures, tables, notes."""
     out: Path
     data: Path
     figures: Path
@@ -149,6 +154,7 @@ class Paths:
 
     @classmethod
     def make(cls, out_dir: str | Path | None, data_dir: str | Path | None = None) -> Paths:
+        """The paths under ``out_dir`` (default reports/<date>-<host>/), created."""
         out = Path(out_dir) if out_dir else default_out_dir()
         p = cls(out.resolve(), Path(data_dir).resolve() if data_dir else (out / "data").resolve(),
                 (out / "figures").resolve(), (out / "tables").resolve(), (out / "notes").resolve())
@@ -158,6 +164,7 @@ class Paths:
 
 
 def note_path(out: Path, notebook: str) -> Path:
+    """Where a notebook's notes (conclusions, headline numbers, files) are kept."""
     return out / "notes" / f"{notebook}.json"
 
 
@@ -416,6 +423,7 @@ def fmt_ns(x: float | None) -> str:
 
 
 def fmt_bytes(n: int | float | None) -> str:
+    """A byte count for prose: ``16 KiB`` when a whole number of KiB, else ``n B``."""
     if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return "n/a"
     n = int(n)
@@ -425,6 +433,7 @@ def fmt_bytes(n: int | float | None) -> str:
 
 
 def fmt_pct(x: float | None, signed: bool = True) -> str:
+    """A fraction as a percentage for prose (signed by default)."""
     if x is None or not math.isfinite(x):
         return "n/a"
     return f"{x:+.1%}" if signed else f"{x:.1%}"
@@ -437,10 +446,12 @@ def fmt_range(lo: float, hi: float, fmt: str = ".2f", unit: str = "") -> str:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n word`` with the word in the plural when n is not 1."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt_list(items: Sequence[Any], limit: int = 12) -> str:
+    """Items joined by commas, the list cut after ``limit`` items."""
     items = [str(i) for i in items]
     if len(items) > limit:
         return ", ".join(items[:limit]) + f", … ({len(items)} in all)"

@@ -50,6 +50,7 @@ def thresholds(samples: pd.DataFrame, n_boot: int, rtol: float = RTOL, stat: str
 
 
 def threshold_table(results: Mapping[tuple[str, bool], Any]) -> pd.DataFrame:
+    """One row per backend and alignment: threshold, its confidence interval and notes."""
     rows = [{"backend": be, "aligned": al, "threshold": r.threshold, "ci_low": r.ci_low,
              "ci_high": r.ci_high, "ci_level": r.ci_level, "n_boot": r.n_boot,
              "p_none": r.p_none, "non_monotonic": r.non_monotonic, "note": r.note}
@@ -82,6 +83,7 @@ def document(results: Mapping[tuple[str, bool], Any], samples: pd.DataFrame,
 
 
 def write(doc: Mapping[str, Any], path: Path) -> Path:
+    """Write a copy_below document as JSON to ``path``; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -220,6 +222,7 @@ def compact_table(samples: pd.DataFrame, sizes: list[int] | None = None) -> pd.D
 
 
 def headline(results: Mapping[tuple[str, bool], Any]) -> dict[str, Any]:
+    """The thresholds per backend, for the index's headline table."""
     out: dict[str, dict[str, Any]] = {}
     for (be, al), r in results.items():
         out.setdefault(be, {})["aligned" if al else "unaligned"] = r.threshold

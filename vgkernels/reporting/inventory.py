@@ -222,6 +222,7 @@ def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str
 
 
 def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFrame:
+    """Generation, cold compile and warm load times of every kernel set a profile builds."""
     return pd.DataFrame([compile_times(b, v) for b in backends for v in variants(b, profile)])
 
 
@@ -305,6 +306,7 @@ def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
 
 def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
                 times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    """Computed statements about the host, backends, code size, compile times and the self-check."""
     from ..backends import choose
 
     usable = backends[backends["usable"]]

@@ -273,6 +273,8 @@ def recommendation(rem: pd.DataFrame, ex: pd.DataFrame, rtol: float = RTOL,
 
 def conclusions(models: pd.DataFrame, rem: pd.DataFrame, ex: pd.DataFrame,
                 rtol: float = RTOL) -> list[str]:
+    """Per backend and tail, computed statements from the cost models, the leftover lines and the
+    excess."""
     lines = []
     if models.empty:
         return ["No cost model could be fitted (too few sizes measured)."]

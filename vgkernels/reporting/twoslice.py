@@ -24,6 +24,7 @@ def sizes(profile: str | Profile) -> list[int]:
 
 
 def has_two_slice(backend: Any) -> bool:
+    """Whether a backend row has a two-slice entry."""
     return bool(getattr(backend, "two_slice", False))
 
 
@@ -78,6 +79,7 @@ def plot(tab: pd.DataFrame):
 
 
 def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> list[str]:
+    """Per backend, computed statements: two-slice first against copy first, n % 16 = 15 apart."""
     if not eligible:
         from ..backends import BACKENDS
 
@@ -153,6 +155,7 @@ def recommendation(tab: pd.DataFrame, eligible: list[str], tol: float = 0.01) ->
 
 
 def headline(tab: pd.DataFrame) -> dict[str, Any]:
+    """Per backend: the median copy first / two-slice first ratio, apart and at n % 16 = 15."""
     out: dict[str, dict[str, Any]] = {}
     if tab.empty:
         return {"backends": out}
