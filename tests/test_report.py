@@ -226,6 +226,17 @@ def test_index_links_only_files_a_committed_report_has(tmp_path):
     assert not pages.dead_links(out / "index.html")
 
 
+@pytest.mark.parametrize("page", sorted((ROOT / "reports").glob("*/*.html")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_report_pages_work_offline(page):
+    """What is committed under reports/: no link to a file that is not there (executed
+    notebooks and raw data stay out of git), nothing fetched from the network."""
+    from vgkernels.reporting import pages
+
+    assert not pages.dead_links(page), pages.dead_links(page)
+    assert not pages.remote_refs(page.read_text(encoding="utf-8"))
+
+
 def test_unknown_notebook_is_an_error(capsys):
     assert batch.main(["--only", "99_nothing", "--no-progress"]) == 2
     assert "no notebook matches" in capsys.readouterr().err

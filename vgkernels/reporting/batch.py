@@ -491,8 +491,7 @@ def reindex(out: Path) -> Path:
             render(ipynb, page)
         elif page.exists():
             page.write_text(make_offline(page.read_text(encoding="utf-8")), encoding="utf-8")
-        r.ipynb = ipynb.name if ipynb.exists() else None
-        r.html = page.name if page.exists() else None
+        r.html = page.name if page.exists() else None  # (r.ipynb: as recorded, never linked)
     meta = {k: v for k, v in idx.items() if k not in ("notebooks", "headline")}
     return write_index(out, runs, meta)
 
