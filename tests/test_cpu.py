@@ -41,7 +41,9 @@ def test_parse_mask():
     assert cpu.parse_mask(" NONE ") == frozenset()
     assert cpu.parse_mask("aes, AVX ,pclmulqdq,") == {"aes", "avx", "pclmulqdq"}
     assert cpu.parse_mask(",".join(cpu.FEATURES)) == set(cpu.FEATURES)
-    assert cpu.parse_mask("") == frozenset()
+    for empty in ("", ",", " , ,"):  # an empty list is an error, not "portable only"
+        with pytest.raises(cpu.UnknownFeature, match="names no feature"):
+            cpu.parse_mask(empty)
 
 
 @pytest.mark.parametrize("text", ["bogus", "aes,bogus", "avx512", "aes,none", "pclmul"])

@@ -199,8 +199,8 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[int, ...] | No
 
 def _describe(origin: str, name: str, doc: Mapping[str, Any]) -> str:
     cpu = doc["cpu"]
-    return (f"{origin} table {name} ({machine.cpu_key_text(cpu)}; measured on host "
-            f"{doc.get('host')} on {doc.get('date')})")
+    return (f"{origin} table {name} ({machine.cpu_key_text(cpu)}, host {doc.get('host')}, "
+            f"{str(doc.get('date'))[:10]})")
 
 
 def lookup(backend: Backend, cpu: Mapping[str, Any] | None = None,
@@ -221,8 +221,7 @@ def lookup(backend: Backend, cpu: Mapping[str, Any] | None = None,
         d, name, doc = min(near, key=lambda t: t[0])
         a, u = _resolve(doc["backends"][backend.name])
         return Thresholds(a, u, "nearest", _describe("shipped", name, doc)
-                          + f", the nearest CPU measured for {backend.name} (this CPU: "
-                          f"{machine.cpu_key_text(here)})")
+                          + f", the nearest CPU that measured {backend.name}")
     a, u = backend.copy_below
     return Thresholds(a, u, "default", f"the backend table's default for {backend.name} (no "
                       f"table measured it on a {here.get('vendor')} CPU)")
