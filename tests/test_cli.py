@@ -40,10 +40,17 @@ def test_unknown_backend_is_a_usage_error(capsys):
 
 def test_bad_cpu_features_is_one_line(monkeypatch, capsys):
     monkeypatch.setenv("VG_CPU_FEATURES", "aes,warp_drive")
+    # info prints what it can (the host's table), then the error
     assert cli.main(["info", "--no-check"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("vgkernels: error: VG_CPU_FEATURES: unknown feature(s) warp_drive")
+    assert "VG_CPU_FEATURES: unknown feature(s) warp_drive" in err
+    # elsewhere the entry point's one error boundary reports it
+    assert bench_cli.main(["sizes", "--backends", "aesni_pclmul", "--no-save"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("vgkernels bench: error: VG_CPU_FEATURES: unknown feature(s) "
+                          "warp_drive")
 
 
 def test_bench_refuses_a_backend_this_cpu_lacks(monkeypatch, capsys):
