@@ -1,7 +1,7 @@
 """The `vgkernels` command.
 
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
-  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>/
+  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
