@@ -186,6 +186,15 @@ def _check_peers(out: Path, notes: dict) -> None:
     assert 0 < h["roofline_share"] < 2
 
 
+def _check_hosts(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "09_across_hosts-seal_by_machine.csv")
+    assert {"backend", "bytes"} <= set(t.columns) and len(t.columns) >= 3
+    assert any("machine" in c for c in notes["conclusions"])
+
+
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
-          "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers}
+          "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
+          "09_across_hosts": _check_hosts}
