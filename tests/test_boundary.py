@@ -180,7 +180,7 @@ def test_close_during_calls_never_gives_a_wrong_result():
         results: list[object] = []
         started = threading.Event()
 
-        def work():
+        def work(a=a, results=results, started=started):
             started.set()
             for _ in range(6):
                 try:
@@ -198,14 +198,15 @@ def test_close_during_calls_never_gives_a_wrong_result():
         assert not any(bytes(a._holder)), "close returned before the wipe"
 
 
-# -- the C entries fail closed ------------------------------------------------------------------------
+# -- the C entries fail closed --------------------------------------------------------------------
 
 @pytest.mark.parametrize("state", ["zero", "wiped", "failed_init", "bad_rounds"])
 def test_c_entries_fail_closed(backend, kernel_sets, state):
     """Every entry returns RC_CONTEXT, writes nothing and leaves the buffers as they were, on
     a context that key_init did not finish."""
     k = kernel_sets(backend)
-    fn = {op: ctypes.CFUNCTYPE(r, *a)(k.address(op)) for op, (r, a, _) in abi.SIGNATURES.items()}
+    fn = {op: ctypes.CFUNCTYPE(r, *a)(k.address(op))
+          for op, (r, a, _) in abi.SIGNATURES.items()}
     raw = (ctypes.c_uint8 * (abi.CTX_SIZE + 64))()
     ctx = (ctypes.addressof(raw) + 63) & ~63
     if state != "zero":

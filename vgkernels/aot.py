@@ -8,7 +8,6 @@ from . import abi, jit
 from .backends import Backend, Variant, get
 from .kernels.build import generate
 
-
 _RC_NAMES = {n[3:]: getattr(abi, n) for n in dir(abi) if n.startswith("RC_")}
 
 
@@ -24,8 +23,9 @@ def header(prefix: str, two_slice: bool) -> str:
         "",
         "/* The key context: opaque, aligned to 64 bytes.  Layout (bytes): round keys at 0",
         f"   (15 x 16), rounds (u32) at {abi.CTX_NROUNDS}, key length (u32) at {abi.CTX_KEY_LEN},",
-        f"   magic (u32, {abi.CTX_MAGIC_VALUE:#x} once key_init succeeded) at {abi.CTX_MAGIC}: every",
-        "   entry returns RC_CONTEXT on a context without it (never set up, failed, wiped);",
+        f"   magic (u32, {abi.CTX_MAGIC_VALUE:#x} once key_init succeeded) at {abi.CTX_MAGIC}:",
+        "   every entry returns RC_CONTEXT on a context without it (never set up, failed,",
+        "   wiped);",
         f"   powers of H (reflected, divided by x) from {abi.CTX_POWERS}: H^{abi.CTX_NPOW} first,",
         f"   H^1 last, then {abi.CTX_POWER_PAD} zero blocks. */",
         f"#define {prefix.upper()}_CTX_SIZE {abi.CTX_SIZE}",

@@ -1,11 +1,13 @@
 """The `vgkernels` command.
 
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
-  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>/
+  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
   vgkernels notebooks DIR          copy the report notebooks out (to open in JupyterLab)
+  vgkernels compare A B            two report or data folders: ratios, spreads, what changed
+  vgkernels tune                   measure this CPU's copy_below thresholds and install them
 
 A user error (an unknown name, a bad VG_CPU_FEATURES, a backend this CPU lacks) is one line
 on stderr and exit status 2, never a traceback.
@@ -123,6 +125,74 @@ def _info(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """Two report or data folders side by side: per case the ratio B/A, both spreads, and
+    whether the change exceeds the noise."""
+    import pandas as pd
+
+    from .analysis import compare as cmp
+    from .bench.store import DataSchemaError, load_folder
+
+    runs = []
+    for path in (args.a, args.b):
+        try:
+            runs.append(load_folder(path))
+        except (DataSchemaError, FileNotFoundError) as exc:
+            print(f"vgkernels compare: {exc}", file=sys.stderr)
+            return 2
+    (a, a_s), (b, b_s) = runs
+    table = cmp.compare(a, b, a_s, b_s, alpha=args.alpha, min_change=args.min_change)
+    if table.empty:
+        print("vgkernels compare: the two runs measured no case in common", file=sys.stderr)
+        return 1
+    hosts = [", ".join(sorted(set(map(str, x.get("host", pd.Series(["?"])).dropna()))))
+             for x in (a, b)]
+    print(f"A: {args.a} ({hosts[0]})\nB: {args.b} ({hosts[1]})")
+    cols = [c for c in ("impl", "backend", "op", "shape", "bytes", "median_ns_a", "median_ns_b",
+                        "ratio", "spread_a", "spread_b", "p", "change") if c in table.columns]
+    show = table if args.all else table[table["significant"]]
+    show = show.sort_values("ratio")
+    if show.empty:
+        print("no change exceeds the noise")
+    else:
+        print(show[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    s = cmp.summary(table)
+    print(f"\n{s['cases']} cases in common: geometric mean B/A {s['geomean_ratio']:.3f} "
+          f"(best {s['best_ratio']:.3f}, worst {s['worst_ratio']:.3f}); {s['faster']} faster, "
+          f"{s['slower']} slower, {s['same']} within the noise (alpha {args.alpha}, at least "
+          f"{args.min_change:.0%} apart)")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _tune(argv: list[str]) -> int:
+    """``vgkernels tune``: derive this CPU's copy_below thresholds (notebook 04, full profile by
+    default) and install them in the user's data directory, where AesGcm looks first."""
+    from .report import main as report_main
+
+    p = argparse.ArgumentParser(prog="vgkernels tune", description=_tune.__doc__)
+    p.add_argument("--profile", choices=("tiny", "quick", "full"), default="full",
+                   help="measurement depth (default full: about 10 minutes a backend)")
+    p.add_argument("--backends", nargs="+", metavar="NAME", help="default: every usable one")
+    p.add_argument("--out", help="report folder for the evidence (default reports/...)")
+    args = p.parse_args(argv)
+    rest = ["--profile", args.profile, "--only", "04", "-p", "install=true"]
+    if args.backends:
+        rest += ["--backends", *args.backends]
+    if args.out:
+        rest += ["--out", args.out]
+    rc = report_main(rest)
+    if rc == 0:
+        from . import dispatch
+
+        dispatch.reload()
+        for row in dispatch.table_rows():
+            print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
+                  f"[{row['source']}]")
+    return rc
+
+
 def _export(args: argparse.Namespace) -> int:
     from . import aot
     from .listing import cpu_name
@@ -178,6 +248,8 @@ def _main(argv: list[str]) -> int:
         from .report import main as report_main
 
         return report_main(argv[1:])
+    if argv and argv[0] == "tune":
+        return _tune(argv[1:])
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"vgkernels {__version__}")
@@ -204,11 +276,25 @@ def _main(argv: list[str]) -> int:
     pn = sub.add_parser("notebooks", help="copy the report notebooks into DIR (JupyterLab)")
     pn.add_argument("dir", metavar="DIR", help="destination directory (created)")
     pn.add_argument("--force", action="store_true", help="overwrite notebooks already there")
+    pc = sub.add_parser("compare", help="two report or data folders side by side",
+                        description=_compare.__doc__)
+    pc.add_argument("a", help="report folder (reports/...) or data folder: the baseline")
+    pc.add_argument("b", help="report or data folder to compare with A")
+    pc.add_argument("--alpha", type=float, default=0.01,
+                    help="significance level of the Mann-Whitney test (default 0.01)")
+    pc.add_argument("--min-change", type=float, default=0.02,
+                    help="smallest relative change reported (default 0.02)")
+    pc.add_argument("--all", action="store_true", help="every case, not only the changes")
+    pc.add_argument("--csv", help="write the whole comparison here")
     sub.add_parser("bench", help="measurement sweeps (vgkernels bench -h)")
+    sub.add_parser("tune", help="measure and install this CPU's copy_below thresholds "
+                                "(vgkernels tune -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)
+    if args.cmd == "compare":
+        return _compare(args)
     if args.cmd == "asm":
         return _asm(args)
     if args.cmd == "notebooks":

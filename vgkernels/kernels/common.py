@@ -9,7 +9,7 @@ from llvmlite import ir
 from .. import abi
 from ..backends import Backend, Variant
 from ..ir import prims as prims_mod
-from ..ir.core import Emitter, i32, i64, ptr, vec
+from ..ir.core import Emitter, i32, i64, ptr
 from ..ir.ghash import Ghash
 
 NR = (10, 12, 14)

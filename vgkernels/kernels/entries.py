@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .. import abi
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
-from .. import abi
 from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
 
 
