@@ -444,6 +444,9 @@ def parser() -> argparse.ArgumentParser:
                    help="run only these notebooks (02, 02_block_counts or block_counts)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (JSON value), e.g. -p install=true")
+    p.add_argument("--peer", action="append", default=[], metavar="NAME=PATH",
+                   help="an EVP_AEAD library (BoringSSL or aws-lc libcrypto.so) timed beside "
+                        "OpenSSL and aws-lc in every peer sweep; repeatable")
     p.add_argument("--timeout", type=float, help="seconds a single cell may take")
     p.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -503,6 +506,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"`vgkernels report --sync-notebooks`): {', '.join(p.name for p in stale)}",
               file=sys.stderr)
     get_profile(args.profile)
+    if args.peer:  # the notebooks' sweeps read it (vgkernels.bench.sweep.default_aead_peers)
+        from ..bench.aead import ENV_PEERS, parse_peers
+
+        try:
+            given = parse_peers(args.peer)
+        except ValueError as e:
+            print(f"vgkernels report: {e}", file=sys.stderr)
+            return 2
+        os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
     backends = parse_backends(",".join(args.backends)) if args.backends else None
     extra: dict[str, Any] = {}
     for item in args.param:

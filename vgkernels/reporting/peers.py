@@ -7,6 +7,7 @@ keystream rate)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,31 @@ def labels(df: pd.DataFrame) -> dict[str, str]:
         ver = " ".join(str(seen.iloc[0]).split()[:2])  # "OpenSSL 4.0.3"
         out = {k: v.replace("OpenSSL 4.0.3", ver) for k, v in out.items()}
     return out
+
+
+def peer_paths(df: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and peer: its version, the capability vector it ran with (read back from
+    the library) and the GCM code that vector selects."""
+    if df.empty:
+        return pd.DataFrame()
+    rows = []
+    for be, g in df.groupby("backend", sort=False, observed=True):
+        r = g.iloc[0]
+        if pd.notna(r.get("openssl_version")):
+            rows.append({"backend": be, "peer": r["openssl_version"],
+                         "effective OPENSSL_ia32cap": r.get("ia32cap_effective"),
+                         "GCM path": r.get("openssl_path")})
+        if pd.notna(r.get("bundled_openssl_version")):
+            rows.append({"backend": be, "peer": r["bundled_openssl_version"],
+                         "effective OPENSSL_ia32cap": r.get("bundled_ia32cap_effective"),
+                         "GCM path": r.get("bundled_openssl_path")})
+        for text in g["aead_peers"].dropna().unique() if "aead_peers" in g else ():
+            for name, info in json.loads(text).items():
+                rows.append({"backend": be, "peer": f"{name}: {info.get('version')}",
+                             "effective OPENSSL_ia32cap": info.get("ia32cap_effective"),
+                             "GCM path": info.get("gcm_path")})
+            break
+    return pd.DataFrame(rows)
 
 
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
