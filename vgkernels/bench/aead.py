@@ -263,7 +263,7 @@ class AeadPeer:
         prefix = _ir_prefix(name)
         for n in ("EVP_AEAD_CTX_seal_scatter", "EVP_AEAD_CTX_open_gather"):
             llvm.add_symbol(prefix + n, addrs[n])
-        jit._init()
+        jit.init()
         self.library = jit.compile_ir(prefix + "harness", _harness_ir(prefix), "")
         self.seal_address = self.library.address(prefix + "seal")
         self.scatter_address = self.library.address(prefix + "scatter")
