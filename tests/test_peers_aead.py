@@ -226,3 +226,67 @@ def test_masks_cover_awslc_bits():
     mask = peers.ia32cap_mask(BY_NAME["vaes_avx2"])
     w1 = int(mask.split(":")[1].lstrip("~"), 16)
     assert w1 & (1 << 16) and w1 & (1 << 31)
+
+
+_SHIM = r"""
+#include <stddef.h>
+#include <stdint.h>
+/* An EVP_AEAD library made of exported forwarders: stands in for a BoringSSL / aws-lc
+   libcrypto.so (whose functions are exported) without building one. */
+static void *t[8];
+void shim_bind(void **table) { for (int i = 0; i < 8; i++) t[i] = table[i]; }
+typedef const void *(*aead_fn)(void);
+const void *EVP_aead_aes_128_gcm(void) { return ((aead_fn)t[0])(); }
+const void *EVP_aead_aes_192_gcm(void) { return ((aead_fn)t[1])(); }
+const void *EVP_aead_aes_256_gcm(void) { return ((aead_fn)t[2])(); }
+void *EVP_AEAD_CTX_new(const void *a, const uint8_t *k, size_t kl, size_t tl) {
+  return ((void *(*)(const void *, const uint8_t *, size_t, size_t))t[3])(a, k, kl, tl); }
+typedef int (*seal_fn)(const void *, uint8_t *, size_t *, size_t, const uint8_t *, size_t,
+                       const uint8_t *, size_t, const uint8_t *, size_t);
+int EVP_AEAD_CTX_seal(const void *c, uint8_t *o, size_t *ol, size_t m, const uint8_t *n,
+                      size_t nl, const uint8_t *i, size_t il, const uint8_t *a, size_t al) {
+  return ((seal_fn)t[4])(c, o, ol, m, n, nl, i, il, a, al); }
+int EVP_AEAD_CTX_open(const void *c, uint8_t *o, size_t *ol, size_t m, const uint8_t *n,
+                      size_t nl, const uint8_t *i, size_t il, const uint8_t *a, size_t al) {
+  return ((seal_fn)t[5])(c, o, ol, m, n, nl, i, il, a, al); }
+int EVP_AEAD_CTX_seal_scatter(const void *c, uint8_t *o, uint8_t *ot, size_t *otl, size_t m,
+                              const uint8_t *n, size_t nl, const uint8_t *i, size_t il,
+                              const uint8_t *x, size_t xl, const uint8_t *a, size_t al) {
+  return ((int (*)(const void *, uint8_t *, uint8_t *, size_t *, size_t, const uint8_t *,
+                   size_t, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *,
+                   size_t))t[6])(c, o, ot, otl, m, n, nl, i, il, x, xl, a, al); }
+int EVP_AEAD_CTX_open_gather(const void *c, uint8_t *o, const uint8_t *n, size_t nl,
+                             const uint8_t *i, size_t il, const uint8_t *tg, size_t tl,
+                             const uint8_t *a, size_t al) {
+  return ((int (*)(const void *, uint8_t *, const uint8_t *, size_t, const uint8_t *, size_t,
+                   const uint8_t *, size_t, const uint8_t *, size_t))t[7])(
+      c, o, n, nl, i, il, tg, tl, a, al); }
+"""
+
+
+@needs_awscrt
+def test_peer_by_path_with_exported_symbols(tmp_path, drv):
+    """A library exporting the EVP_AEAD functions (as a BoringSSL or aws-lc shared build
+    does) binds through dlsym: here a shim forwarding to aws-lc, built with the C compiler."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler to build the exported-symbol shim")
+    src, so = tmp_path / "shim.c", tmp_path / "libshim.so"
+    src.write_text(_SHIM)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    lc = peer(AWSLC)
+    names = ["EVP_aead_aes_128_gcm", "EVP_aead_aes_192_gcm", "EVP_aead_aes_256_gcm",
+             "EVP_AEAD_CTX_new", "EVP_AEAD_CTX_seal", "EVP_AEAD_CTX_open",
+             "EVP_AEAD_CTX_seal_scatter", "EVP_AEAD_CTX_open_gather"]
+    shim = ctypes.CDLL(str(so))
+    shim.shim_bind((ctypes.c_void_p * 8)(*[lc.addresses[n] for n in names]))
+    p = peer("shim", str(so))  # the instance the Builder below uses too
+    assert p.info.binding == "dynamic symbols" and p.info.caps is None
+    b = Builder(drv, aead_paths={"shim": str(so)})
+    for op, shape in (("aead_seal", "one"), ("aead_scatter", "n+1"), ("aead_open", "one")):
+        b.build(CaseSpec(op, 333, BEST, shape, peer="shim"))  # checked against cryptography
+    key, nonce, aad = bytes(range(16)), bytes(12), b"ad"
+    assert p.seal(key, nonce, aad, b"x" * 40) == lc.seal(key, nonce, aad, b"x" * 40)
