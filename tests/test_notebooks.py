@@ -187,6 +187,12 @@ def _check_peers(out: Path, notes: dict) -> None:
     h = notes["headline"]["backends"][be]
     assert h["gbps_16k"] > 0 and h["ns_16"] > 0 and h["ns_1k"] > 0
     assert 0 < h["roofline_share"] < 2
+    # the API's call cost against cryptography, measured in the same process
+    assert h["api_ns_16"] > 0 and h["api_crypto_ratio_16"] > 0
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "06_peers_roofline-api_cost.csv")
+    assert {"encrypt", "decrypt", "encrypt two pieces", "stream update"} <= set(t["op"])
 
 
 def _check_hosts(out: Path, notes: dict) -> None:

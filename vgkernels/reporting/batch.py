@@ -254,6 +254,8 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
             "split ns @384 B": b.get("split_384"),
             "full ns @384 B": b.get("full_384"),
             "split→full @384 B": b.get("change_384"),
+            "API encrypt ns @16 B": p.get("api_ns_16"),
+            "cryptography / API @16 B": p.get("api_crypto_ratio_16"),
         })
     df = pd.DataFrame(rows)
     if not text or df.empty:
@@ -282,6 +284,10 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
         "—" if ch is None or pd.isna(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
         for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
                             df["full ns @384 B"], strict=True)]
+    out["API encrypt @16 B (cryptography's time / ours)"] = [
+        "—" if ns is None or pd.isna(ns) else f"{ns:.0f} ns ({r:.2f}×)"
+        for ns, r in zip(df["API encrypt ns @16 B"], df["cryptography / API @16 B"],
+                         strict=True)]
     return out
 
 
@@ -359,7 +365,9 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
             "backend's features in the same run (above 1: we are faster), then each peer's. "
             "copy_below: below these total lengths copying the "
             "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
-            "split→full: in-place seal at 384 B, tail=split → tail=full (02).</p>")
+            "split→full: in-place seal at 384 B, tail=split → tail=full (02). API encrypt: "
+            "AesGcm.encrypt of 16 B as a Python call, and cryptography's AESGCM time over it in "
+            "the same process (06; `vgkernels bench api`).</p>")
     # notebooks
     parts.append("<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
                  "<th>time</th><th>links</th><th>notes</th></tr>")

@@ -235,6 +235,11 @@ def _at(b: pd.DataFrame, be: str, op: str, n: int) -> float:
     return float(v.min()) if len(v) else float("nan")
 
 
+def api_sizes(profile: str | Profile) -> list[int]:
+    """Sizes of the API call-cost table (tiny: 16 B alone)."""
+    return get_profile(profile).pick([16], [16, 1024, 16384], [16, 1024, 16384])
+
+
 def headline(df: pd.DataFrame, rt: pd.DataFrame | None = None) -> dict[str, Any]:
     """Per backend: GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer at that level at
     1 KiB and 16 KiB (``best_peer_16k``, ``best_peer_ratio_16k``: its time over ours) and
