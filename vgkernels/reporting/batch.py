@@ -310,8 +310,6 @@ figure{margin:0;border:1px solid #e2e6ee;border-radius:6px;padding:.5rem;backgro
 figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
 .concl li{margin:.2rem 0}code{background:#f1f3f7;padding:0 .2rem;border-radius:3px}
 .vg-scroll{overflow-x:auto;max-width:100%}
-.smoke{background:#fff4e5;border:1px solid #f0b35a;padding:.6rem 1rem;border-radius:6px;
-font-weight:600}
 """
 
 
@@ -338,14 +336,6 @@ def _local_only(rel: str) -> bool:
     return rel.endswith(".ipynb") or rel.startswith("data/")
 
 
-def is_smoke_test(meta: dict[str, Any], notes: dict[str, dict[str, Any]]) -> bool:
-    """Whether a report's figures come from a smoke-test run (the tiny profile, or a data flag
-    saying so), not fit for conclusions."""
-    if meta.get("smoke_test") or meta.get("profile") == "tiny":
-        return True
-    return any(n.get("smoke_test") or n.get("profile") == "tiny" for n in notes.values())
-
-
 def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
     """index.html (and index.json) of a report directory."""
     notes = read_notes(out)
@@ -362,10 +352,6 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         f"{meta.get('seconds', 0):.0f} s · vgkernels {esc(str(meta.get('version', '')))} · "
         f"python {esc(platform.python_version())}</p>",
     ]
-    if is_smoke_test(meta, notes):
-        parts.append("<p class='smoke' id='smoke-test'>Smoke test, not for conclusions: the "
-                     f"{esc(str(meta.get('profile', 'tiny')))} profile takes too few samples "
-                     "for its figures to mean anything.</p>")
     if failed:
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)

@@ -414,8 +414,10 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
     if prof.tiny:
         from IPython.display import HTML, display
 
-        display(HTML("<p class='vg-banner'>Smoke test, not for conclusions: the tiny profile "
-                     "takes too few samples for these figures to mean anything.</p>"))
+        from .peerset import SMOKE_TEST
+
+        display(HTML(f"<p class='vg-banner'>{SMOKE_TEST.capitalize()}: the tiny profile takes "
+                     "too few samples for these figures to mean anything.</p>"))
     return nb
 
 
