@@ -5,6 +5,7 @@
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
+  vgkernels predict [--cpu ...]    llvm-mca's prediction for CPUs not at hand (see -h)
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "predict":
+        from .predict.cli import main as predict_main
+
+        return predict_main(argv[1:])
     if argv and argv[0] == "report":
         from .report import main as report_main
 
@@ -83,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("--ir", action="store_true", help="optimised LLVM IR instead")
     sub.add_parser("bench", help="measurement sweeps (vgkernels bench -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
+    sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)
