@@ -94,6 +94,13 @@ class Analysis:
     dependency_share: float | None = None  # ... of which data dependencies
     critical: list[str] = field(default_factory=list)  # the critical sequence it shows
     by_instruction: list[dict[str, float]] = field(default_factory=list)  # resource -> cycles
+    resources: list[str] = field(default_factory=list)  # every resource of the model
+
+    @property
+    def model_name(self) -> str:
+        """The scheduling model's prefix (Zn4, ICX, SPR...): LLVM 19 maps some CPUs onto
+        another's model (znver5 onto Zen 4's), which this shows."""
+        return os.path.commonprefix(self.resources).removesuffix("Port") or "?"
 
     def mnemonic_share(self, resource: str) -> dict[str, float]:
         """Which instructions keep ``resource`` busy: mnemonic -> share of its cycles."""
@@ -147,7 +154,8 @@ def parse_json(text: str) -> Analysis:
         block_rthroughput=float(s["BlockRThroughput"]), pressure=pressure,
         latency=[int(i["Latency"]) for i in info],
         rthroughput=[float(i["RThroughput"]) for i in info],
-        instruction_text=[str(x) for x in region["Instructions"]], by_instruction=by_ins)
+        instruction_text=[str(x) for x in region["Instructions"]], by_instruction=by_ins,
+        resources=names)
 
 
 _PCT = r"\[\s*([\d.]+)%\s*\]"

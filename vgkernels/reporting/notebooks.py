@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
-             "05_two_slice", "06_peers_roofline")
+             "05_two_slice", "06_peers_roofline", "07_predict")
 NOTEBOOKS_ENV = "VG_NOTEBOOKS"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -39,6 +39,15 @@ def notebooks_dir(override: str | Path | None = None) -> Path:
     raise FileNotFoundError(
         "cannot find the report notebooks (notebooks/NN_*.ipynb): run from a checkout of "
         f"vgkernels, install it editable (pip install -e .), or set {NOTEBOOKS_ENV}")
+
+
+def skip_reason(name: str) -> str | None:
+    """Why the batch must not run a notebook here (a tool it needs is missing), else None."""
+    if name.endswith("_predict"):
+        from ..predict.mca import missing_reason
+
+        return missing_reason()
+    return None
 
 
 def discover(directory: Path) -> list[Path]:
