@@ -82,8 +82,8 @@ def test_regions_found_in_every_backend_and_variant(backend, label, variant):
     st, lo = found["stitch"], found["leftover"]
     assert st.blocks_per_iteration == v.group
     assert lo.blocks_per_iteration == min(v.group // be.width, 4) * be.width
-    for r in (st, lo):
-        assert r.instructions[-1].split()[0].startswith("j"), r.instructions[-1]
+    for r in (st, lo):  # a way round a loop: it branches somewhere
+        assert any(i.split()[0].startswith("j") for i in r.instructions)
     if be.prims == "portable":
         assert st.aes_blocks() is None  # table-free AES: no instruction to count
         return
