@@ -204,6 +204,7 @@ def _check_predict(out: Path, notes: dict) -> None:
     assert "worst_ratio" in notes["headline"]
 
 
-CHECKS = {"07_predict": _check_predict, "01_inventory": _check_inventory, "02_block_counts": _check_blocks,
+CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
-          "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers}
+          "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
+          "07_predict": _check_predict}

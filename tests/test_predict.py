@@ -222,3 +222,16 @@ def test_recommendation_table_rejects_bad_data(breakage):
         z4["backends"]["vaes_avx512"]["variant"]["group"] = 5
     with pytest.raises(ValueError, match="recommendation table"):
         recommend.validate(t)
+
+
+def test_report_batch_skips_notebook_07_without_llvm_mca(monkeypatch, tmp_path):
+    from vgkernels.reporting import batch
+
+    monkeypatch.setenv(mca.ENV_VAR, "/nonexistent/llvm-mca")
+    rc = batch.main(["--profile", "tiny", "--only", "07", "--out", str(tmp_path),
+                     "--no-html", "--no-progress"])
+    assert rc == 0
+    idx = json.loads((tmp_path / "index.json").read_text())
+    (run,) = [r for r in idx["notebooks"] if r["name"] == "07_predict"]
+    assert run["status"] == "skipped" and "llvm-mca" in run["error"]
+    assert "skipped" in (tmp_path / "index.html").read_text()
