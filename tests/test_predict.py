@@ -78,7 +78,8 @@ def test_regions_found_in_every_backend_and_variant(backend, label, variant):
     v = variant.resolved(be)
     prefix, text = assembly(be, v, "znver4")
     found = loops.regions(text, prefix, be, v)
-    assert set(found) == {"stitch", "leftover", "key_setup"}
+    assert set(found) == {"stitch", "leftover", "key_setup", "ctr", "ghash"}
+    assert found["ctr"].blocks_per_iteration == found["ghash"].blocks_per_iteration == v.group
     st, lo = found["stitch"], found["leftover"]
     assert st.blocks_per_iteration == v.group
     assert lo.blocks_per_iteration == min(v.group // be.width, 4) * be.width
@@ -92,6 +93,8 @@ def test_regions_found_in_every_backend_and_variant(backend, label, variant):
     assert lo.aes_blocks() == lo.blocks_per_iteration
     assert st.count(loops.CLMUL) > 0 and lo.count(loops.CLMUL) > 0
     assert found["key_setup"].count(loops.CLMUL) > 0 and found["key_setup"].aes_blocks() is None
+    assert found["ctr"].aes_blocks() == v.group and found["ctr"].count(loops.CLMUL) == 0
+    assert found["ghash"].aes_blocks() is None and found["ghash"].count(loops.CLMUL) > 0
 
 
 # -- llvm-mca on loops with a known bound --------------------------------------------------------

@@ -26,8 +26,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", nargs="+", metavar="SPEC",
                    help="variants such as group=16,karatsuba=false (default: the backend's "
                         "default); 'sweep' for group / karatsuba / skew / stitch_min")
-    p.add_argument("--region", nargs="+", choices=("stitch", "leftover", "key_setup"),
-                   default=["stitch", "leftover", "key_setup"])
+    p.add_argument("--region", nargs="+", choices=("stitch", "leftover", "key_setup", "ctr",
+                                                   "ghash"),
+                   default=["stitch", "leftover", "key_setup"],
+                   help="regions (ctr / ghash: the keystream and GHASH loops alone)")
     p.add_argument("--clock-ghz", type=float, help="core clock, for TSC ticks per byte")
     p.add_argument("--tsc-ghz", type=float, help="TSC rate (default: the core clock)")
     p.add_argument("--wide", action="store_true", help="every column")

@@ -7,6 +7,10 @@
   ``min(group / width, 4)`` per iteration).
 - ``key_setup``: the loop of ``<prefix>_key_init`` that builds the table of H powers (the
   AES key expansion before it is straight-line code run once).
+- ``ctr`` and ``ghash``: the first loops of ``vg.bulk.ctr.10`` (keystream alone, G blocks
+  per iteration) and ``vg.bulk.hash`` (GHASH alone, G blocks): the two halves of the
+  stitched loop on their own, which the driver times too (ctr32, ghash), so a misprediction
+  can be traced to the AES or to the multiply side.
 """
 
 from __future__ import annotations
@@ -76,6 +80,11 @@ def regions(text: str, prefix: str, backend: Backend, variant: Variant,
         path = asm_mod.hot_path(fn, lp)
         ins = [i for b in path for i in fn.blocks[b].instructions]
         out[name] = Region(name, enc, tuple(path), tuple(ins), blocks)
+    for name, fname in (("ctr", f"vg.bulk.ctr.{nr}"), ("ghash", "vg.bulk.hash")):
+        if fname in fns and (fl := asm_mod.loops(fns[fname])):
+            path = asm_mod.hot_path(fns[fname], fl[0])
+            ins = [i for b in path for i in fns[fname].blocks[b].instructions]
+            out[name] = Region(name, fname, tuple(path), tuple(ins), v.group)
     ki = f"{prefix}_key_init"
     if ki in fns:
         kf = fns[ki]

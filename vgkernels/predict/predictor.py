@@ -14,6 +14,7 @@ from ..backends import Backend, Variant, get
 from . import loops, mca, model
 
 SIZE = 16384  # the size the headline prediction is for
+REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 
 
 def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
@@ -43,7 +44,7 @@ class Result:
 
 
 def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
-            regions: Sequence[str] = ("stitch", "leftover", "key_setup")) -> list[Result]:
+            regions: Sequence[str] = REGIONS) -> list[Result]:
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, cpu)
@@ -104,7 +105,7 @@ def rows(results: Iterable[Result], label: str = "") -> list[dict]:
 
 def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
           variants: str | Sequence[tuple[str, Variant]] = "sweep",
-          regions: Sequence[str] = ("stitch", "leftover", "key_setup"),
+          regions: Sequence[str] = REGIONS,
           progress=None) -> pd.DataFrame:
     """Predictions, one row per CPU x backend x variant x region, only for the backends each
     CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s."""
@@ -127,4 +128,4 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
     return pd.DataFrame(out)
 
 
-__all__ = ["SIZE", "Result", "assembly", "predict", "rows", "sweep_variants", "table"]
+__all__ = ["REGIONS", "SIZE", "Result", "assembly", "predict", "rows", "sweep_variants", "table"]
