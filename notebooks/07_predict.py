@@ -43,8 +43,18 @@ df = predictor.table(targets, pr.backends(nb.profile, nb.backends), pr.variants(
 nb.table(df, "predictions")
 nb.table(pr.stitch_pivot(df), "stitch_cycles_per_byte", index=True)
 
+# %% [markdown]
+# The leftover chunk's loop (u = min(G/W, 4) vectors per iteration), and the keystream and
+# GHASH loops on their own (each half's bound without the other):
+
 # %%
 pr.stitch_pivot(df, "leftover")
+
+# %%
+pr.stitch_pivot(df, "ctr")
+
+# %%
+pr.stitch_pivot(df, "ghash")
 
 # %%
 g = pr.plot(df)
@@ -72,6 +82,9 @@ cases = validate.host_cases(nb.backends, sweep=pr.host_sweep(nb.profile))
 v = validate.compare(host_cpu, cases, k=nb.profile.k, passes=nb.profile.passes)
 nb.table(v, "host_validation")
 v
+
+# %%
+nb.table(pr.region_ratios(v), "host_ratios")
 
 # %%
 fig = pr.plot_host(v)

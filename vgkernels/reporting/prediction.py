@@ -82,17 +82,22 @@ def plot(df: pd.DataFrame):
 
 
 def plot_host(v: pd.DataFrame):
-    import matplotlib.pyplot as plt
+    import seaborn as sns
 
-    fig, ax = plt.subplots(figsize=(6, 5))
-    for be, g in v.groupby("backend", sort=False):
-        ax.scatter(g["predicted_cycles_per_byte"], g["measured_cycles_per_byte"], label=be)
+    g = sns.relplot(v, x="predicted_cycles_per_byte", y="measured_cycles_per_byte",
+                    hue="backend", style="region", s=70, height=4.5, aspect=1.2)
     hi = float(max(v["predicted_cycles_per_byte"].max(), v["measured_cycles_per_byte"].max()))
-    ax.plot([0, hi * 1.1], [0, hi * 1.1], color="grey", lw=1, ls="--", label="measured = predicted")
+    ax = g.ax
+    ax.plot([0, hi * 1.1], [0, hi * 1.1], color="grey", lw=1, ls="--")
     ax.set_xlabel("predicted cycles / byte (llvm-mca)")
     ax.set_ylabel("measured cycles / byte (8 -> 16 KiB slope)")
-    ax.legend(fontsize=8)
-    return fig
+    return g
+
+
+def region_ratios(v: pd.DataFrame) -> pd.DataFrame:
+    """Measured / predicted per backend and region (median over the variants, and range)."""
+    return (v.groupby(["backend", "region"], sort=False)["ratio"]
+            .agg(["median", "min", "max", "count"]).round(3).reset_index())
 
 
 def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
@@ -129,8 +134,9 @@ def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
 
     out: dict[str, Any] = {"best_per_cpu": {r["cpu"]: f"{r['backend']} {r['best variant']}"
                                             for _, r in best_per_cpu(win).iterrows()}}
-    if not v.empty:
-        w = worst(v)
+    st = v[v["region"] == "stitch"] if not v.empty else v
+    if not st.empty:
+        w = worst(st)
         out["worst_ratio"] = {"backend": w["backend"], "variant": w["variant"],
                               "ratio": round(float(w["ratio"]), 3)}
     return out
@@ -145,23 +151,24 @@ def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
         out.append(f"**{r['cpu']}**: fastest predicted is `{r['backend']}` with "
                    f"`{r['best variant']}` at {r['cycles/B @16 KiB']:.3f} cycles/B "
                    f"(bound: {r['bottleneck']}; busiest port used by {r['busiest users']}).")
+    st = v[v["region"] == "stitch"] if not v.empty else v
+    if not st.empty:
+        w = worst(st)
+        out.append(f"On the host ({host_cpu}), seal measured / stitched loop predicted: "
+                   f"{st['ratio'].min():.2f}-{st['ratio'].max():.2f}; worst `{w['backend']}` "
+                   f"`{w['variant']}` at {w['ratio']:.2f} (a shared machine: noisy timings).")
     if not v.empty:
-        w = worst(v)
-        out.append(f"On the host ({host_cpu}), measured / predicted ranges "
-                   f"{v['ratio'].min():.2f}-{v['ratio'].max():.2f}; worst: `{w['backend']}` "
-                   f"`{w['variant']}` at {w['ratio']:.2f} (timings on a shared machine: "
-                   "noisy).")
-        under = v[v["ratio"] > 1.1]
-        if len(under):
-            out.append(f"llvm-mca is optimistic (measured > 1.1 x predicted) for "
-                       f"{len(under)} of {len(v)} host rows.")
+        for _, r in region_ratios(v).iterrows():
+            if r["region"] != "stitch":
+                out.append(f"`{r['backend']}` {r['region']} loop alone: measured / predicted "
+                           f"{r['median']:.2f} (range {r['min']:.2f}-{r['max']:.2f}).")
     if not pipes.empty:
-        zmm = pipes[pipes["width"] == "zmm"]
-        for _, r in zmm.iterrows():
-            out.append(f"{r['cpu']} model, zmm: vaesenc on {r['vaesenc']}, vpclmulqdq on "
-                       f"{r['vpclmulqdq']}; shared: {r['shared']}.")
+        for _, r in pipes[pipes["width"] == "zmm"].iterrows():
+            out.append(f"{r['cpu']} (model {r['scheduling model']}), zmm: vaesenc "
+                       f"{r['vaesenc timing']} on {r['vaesenc']}; vpclmulqdq "
+                       f"{r['vpclmulqdq timing']} on {r['vpclmulqdq']}; shared: {r['shared']}.")
     return out
 
 
-__all__ = ["best_per_cpu", "conclusions", "cpus", "headline", "host_sweep", "plot",
-           "plot_host", "shared_pipes", "stitch_pivot", "variants", "winners"]
+__all__ = ["backends", "best_per_cpu", "conclusions", "cpus", "headline", "host_sweep", "plot",
+           "plot_host", "region_ratios", "shared_pipes", "stitch_pivot", "variants", "winners"]
