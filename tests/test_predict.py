@@ -209,12 +209,14 @@ def test_recommendation_picks_the_fastest_and_round_trips(tmp_path):
     assert recommend.load(p) == json.loads(p.read_text()) == t
 
 
-@pytest.mark.parametrize("breakage", ["schema", "best", "backend", "variant", "group"])
+@pytest.mark.parametrize("breakage", ["schema", "kind", "best", "backend", "variant", "group"])
 def test_recommendation_table_rejects_bad_data(breakage):
     t = recommend.derive(_frame(), "19.1.7", "2026-11-30")
     z4 = t["cpus"]["znver4"]
     if breakage == "schema":
         t["schema"] = 2
+    elif breakage == "kind":
+        t["kind"] = "vgkernels.copy_below"
     elif breakage == "best":
         z4["best"] = "portable"
     elif breakage == "backend":

@@ -4,7 +4,8 @@ notebook 07_predict derives it; ``load`` validates it.
 
 Shape (schema 1; like the per-CPU copy_below thresholds)::
 
-    {"schema": 1, "llvm_mca": "19.1.7", "date": "2026-11-30", "size": 16384,
+    {"schema": 1, "kind": "vgkernels.predict_recommend", "package_version": "...",
+     "llvm_mca": "19.1.7", "date": "2026-11-30", "size": 16384,
      "cpus": {"znver4": {"best": "vaes_avx512",
                          "backends": {"vaes_avx512": {"variant": {"group": 32, "karatsuba":
                              true, "skew": 0, "stitch_min": 32}, "cycles_per_byte": 0.211,
@@ -24,6 +25,7 @@ import pandas as pd
 from ..backends import BY_NAME, Variant, get
 
 SCHEMA = 1
+KIND = "vgkernels.predict_recommend"  # like vgkernels.dispatch's "vgkernels.copy_below"
 FILENAME = "predict_recommend.json"
 _VARIANT_KEYS = ("group", "karatsuba", "skew", "stitch_min")
 
@@ -55,7 +57,10 @@ def derive(df: pd.DataFrame, mca_version: str, when: str | None = None,
             }
         fastest = min(bes, key=lambda b: bes[b]["cycles_per_byte"])
         cpus[str(cpu)] = {"best": fastest, "backends": bes}
-    return {"schema": SCHEMA, "llvm_mca": mca_version,
+    from .. import __version__
+
+    return {"schema": SCHEMA, "kind": KIND, "package_version": __version__,
+            "llvm_mca": mca_version,
             "date": when or _date.today().isoformat(), "size": size, "cpus": cpus}
 
 
@@ -66,7 +71,8 @@ def validate(obj: Any) -> dict[str, Any]:
             raise ValueError(f"recommendation table: {what}")
 
     need(isinstance(obj, dict), "not an object")
-    need(obj.get("schema") == SCHEMA, f"schema {obj.get('schema')!r}, expected {SCHEMA}")
+    need(obj.get("schema") == SCHEMA and obj.get("kind") == KIND,
+         f"kind {obj.get('kind')!r} schema {obj.get('schema')!r}, expected {KIND!r} {SCHEMA}")
     need(isinstance(obj.get("llvm_mca"), str) and isinstance(obj.get("date"), str),
          "llvm_mca and date must be strings")
     cpus = obj.get("cpus")
@@ -105,4 +111,4 @@ def variant_for(obj: dict[str, Any], cpu: str, backend: str) -> Variant | None:
     return None if rec is None else Variant(**rec["variant"])
 
 
-__all__ = ["FILENAME", "SCHEMA", "derive", "load", "validate", "variant_for", "write"]
+__all__ = ["FILENAME", "KIND", "SCHEMA", "derive", "load", "validate", "variant_for", "write"]
