@@ -60,40 +60,67 @@ def _stores(instructions: list[str]) -> int:
                if re.match(r"v?mov\w*\s", i) and i.rstrip().endswith(")") and "%xmm" in i)
 
 
+def _candidates(fn: asm_mod.Function, name: str, blocks: int) -> list[Region]:
+    out = []
+    for lp in asm_mod.loops(fn):
+        path = asm_mod.hot_path(fn, lp)
+        ins = [i for b in path for i in fn.blocks[b].instructions]
+        out.append(Region(name, fn.name, tuple(path), tuple(ins), blocks))
+    return out
+
+
+def _pick(cands: list[Region], aes_blocks: int | None, what: str,
+          exclude: Region | None = None) -> Region:
+    """The loop doing ``aes_blocks`` blocks of AES per iteration with the most multiplies
+    (the stitched loop reduces every iteration, the leftover loop does not); ties: the first
+    in layout order.  Layout order alone is not enough: LLVM places the loops differently
+    for different CPUs."""
+    pool = [c for c in cands if exclude is None or c.blocks != exclude.blocks]
+    if aes_blocks is not None:
+        pool = [c for c in pool if c.aes_blocks() == aes_blocks]
+    if not pool:
+        raise ValueError(f"{what}: no loop with {aes_blocks} blocks of AES per iteration")
+    best = max(c.count(CLMUL) for c in pool)
+    return next(c for c in pool if c.count(CLMUL) == best)
+
+
 def regions(text: str, prefix: str, backend: Backend, variant: Variant,
             nr: int = 10) -> dict[str, Region]:
-    """The stitch, leftover and key_setup regions of a backend's assembly ``text``."""
+    """The stitch, leftover, key_setup, ctr and ghash regions of a backend's assembly."""
     v = variant.resolved(backend)
     fns = asm_mod.functions(text)
     enc = f"vg.bulk.enc.{nr}"
     if enc not in fns:
         raise ValueError(f"no function {enc} in the assembly")
-    fn = fns[enc]
-    lps = asm_mod.loops(fn)
-    if len(lps) < 2:
-        raise ValueError(f"{enc}: expected the stitched loop and the leftover loop, found "
-                         f"{len(lps)} loop(s)")
     w = backend.width
     u = min(v.group // w, 4)  # vectors per iteration of the leftover loop (bulk.rest)
+    x86 = backend.prims != "portable"  # portable: no AES instruction to recognise a loop by
     out: dict[str, Region] = {}
-    for name, lp, blocks in (("stitch", lps[0], v.group), ("leftover", lps[1], u * w)):
-        path = asm_mod.hot_path(fn, lp)
-        ins = [i for b in path for i in fn.blocks[b].instructions]
-        out[name] = Region(name, enc, tuple(path), tuple(ins), blocks)
+    cands = _candidates(fns[enc], "stitch", v.group)
+    if len(cands) < 2:
+        raise ValueError(f"{enc}: expected the stitched and the leftover loops, found "
+                         f"{len(cands)} loop(s)")
+    if x86:
+        st = _pick(cands, v.group, f"{enc} stitched loop")
+        lo = _pick(_candidates(fns[enc], "leftover", u * w), u * w, f"{enc} leftover loop",
+                   exclude=st)
+    else:
+        st = cands[0]
+        lo = _candidates(fns[enc], "leftover", u * w)[1]
+    out["stitch"], out["leftover"] = st, lo
     for name, fname in (("ctr", f"vg.bulk.ctr.{nr}"), ("ghash", "vg.bulk.hash")):
-        if fname in fns and (fl := asm_mod.loops(fns[fname])):
-            path = asm_mod.hot_path(fns[fname], fl[0])
-            ins = [i for b in path for i in fns[fname].blocks[b].instructions]
-            out[name] = Region(name, fname, tuple(path), tuple(ins), v.group)
+        if fname in fns and (cs := _candidates(fns[fname], name, v.group)):
+            if not x86:
+                out[name] = cs[0]
+            elif name == "ctr":
+                out[name] = _pick(cs, v.group, f"{fname} loop")
+            else:
+                out[name] = _pick(cs, None, f"{fname} loop")
     ki = f"{prefix}_key_init"
-    if ki in fns:
-        kf = fns[ki]
-        kl = asm_mod.loops(kf)
-        if kl:
-            path = asm_mod.hot_path(kf, kl[0])
-            ins = [i for b in path for i in kf.blocks[b].instructions]
-            out["key_setup"] = Region("key_setup", ki, tuple(path), tuple(ins),
-                                      max(1, _stores(ins)))
+    if ki in fns and (ks := _candidates(fns[ki], "key_setup", 1)):
+        k = ks[0]
+        out["key_setup"] = Region("key_setup", ki, k.blocks, k.instructions,
+                                  max(1, _stores(list(k.instructions))))
     return out
 
 
