@@ -157,12 +157,12 @@ def _check_tails(out: Path, notes: dict) -> None:
 
 
 def _check_copy_below(out: Path, notes: dict) -> None:
-    from vgkernels.reporting import copybelow
+    from vgkernels import dispatch
 
     doc = json.loads((out / "copy_below.json").read_text())
-    copybelow.check_document(doc)
-    assert set(doc) == set(notes["backends"])
-    for entry in doc.values():
+    dispatch.validate(doc, "copy_below.json")
+    assert set(doc["backends"]) == set(notes["backends"])
+    for entry in doc["backends"].values():
         assert set(entry) >= {"aligned", "unaligned", "ci"}
         assert set(entry["ci"]) == {"aligned", "unaligned"}
     assert "copy_below.json" in notes["files"]
@@ -204,7 +204,15 @@ def _check_predict(out: Path, notes: dict) -> None:
     assert "worst_ratio" in notes["headline"]
 
 
+def _check_hosts(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "09_across_hosts-seal_by_machine.csv")
+    assert {"backend", "bytes"} <= set(t.columns) and len(t.columns) >= 3
+    assert any("machine" in c for c in notes["conclusions"])
+
+
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
           "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
-          "07_predict": _check_predict}
+          "07_predict": _check_predict, "09_across_hosts": _check_hosts}

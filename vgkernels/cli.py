@@ -1,10 +1,12 @@
 """The `vgkernels` command.
 
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
-  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>/
+  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
+  vgkernels compare A B            two report or data folders: ratios, spreads, what changed
+  vgkernels tune                   measure this CPU's copy_below thresholds and install them
   vgkernels predict [--cpu ...]    llvm-mca's prediction for CPUs not at hand (see -h)
 """
 
@@ -15,20 +17,42 @@ import sys
 
 
 def _info(args: argparse.Namespace) -> int:
-    from . import __version__, backends, cpu, selfcheck
+    """The machine, every backend (why an unusable one is), the copy_below thresholds each
+    uses (and from which table), then a self-check.  A bad VG_CPU_FEATURES or VG_BACKEND is
+    reported after the table, with a non-zero exit, never a traceback."""
+    import os
 
-    ci = cpu.info()
+    from . import __version__, backends, cpu, dispatch, machine, selfcheck
+
     print(f"vgkernels {__version__}")
-    print(f"CPU: {ci.model} (LLVM: {ci.llvm_cpu})")
-    print(f"features: {', '.join(ci.flags) or '-'}")
-    if cpu.ENV_VAR in __import__("os").environ:
-        print(f"{cpu.ENV_VAR}={__import__('os').environ[cpu.ENV_VAR]} -> usable: "
-              f"{', '.join(ci.usable) or 'none'}")
+    print(f"machine: {machine.caption()}")
+    print(f"features: {', '.join(sorted(cpu.host_features())) or '-'}")
+    problems = []
+    try:
+        avail = backends.availability()
+        if cpu.ENV_VAR in os.environ:
+            print(f"{cpu.ENV_VAR}={os.environ[cpu.ENV_VAR]} -> usable: "
+                  f"{', '.join(sorted(cpu.usable_features())) or 'none'}")
+    except cpu.UnknownFeature as exc:
+        problems.append(str(exc))
+        avail = backends.availability(",".join(cpu.FEATURES))  # the host alone
+        print(f"{cpu.ENV_VAR} ignored for the table below (it is invalid)")
     print("backends:")
-    for name, why in backends.availability().items():
+    for name, why in avail.items():
         print(f"  {name:18s} {'usable' if why is None else 'unusable: ' + why}")
-    best = backends.choose()
-    print(f"default backend: {best.name}")
+    print("copy_below (aligned, unaligned) for pieces, and the table it comes from:")
+    for row in dispatch.table_rows():
+        print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
+              f"[{row['source']}] {row['from']}")
+    if not problems:
+        try:
+            print(f"default backend: {backends.choose().name}")
+        except (ValueError, RuntimeError) as exc:
+            problems.append(f"VG_BACKEND={os.environ.get('VG_BACKEND')}: {exc}")
+    if problems:
+        for msg in problems:
+            print(f"error: {msg}", file=sys.stderr)
+        return 2
     if args.no_check:
         return 0
     print(f"self-check ({args.cases} random cases each, against the reference model and "
@@ -40,6 +64,74 @@ def _info(args: argparse.Namespace) -> int:
         print(f"  {r.backend:18s} {status} ({how})")
         ok &= r.ok
     return 0 if ok else 1
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Two report or data folders side by side: per case the ratio B/A, both spreads, and
+    whether the change exceeds the noise."""
+    import pandas as pd
+
+    from .analysis import compare as cmp
+    from .bench.store import DataSchemaError, load_folder
+
+    runs = []
+    for path in (args.a, args.b):
+        try:
+            runs.append(load_folder(path))
+        except (DataSchemaError, FileNotFoundError) as exc:
+            print(f"vgkernels compare: {exc}", file=sys.stderr)
+            return 2
+    (a, a_s), (b, b_s) = runs
+    table = cmp.compare(a, b, a_s, b_s, alpha=args.alpha, min_change=args.min_change)
+    if table.empty:
+        print("vgkernels compare: the two runs measured no case in common", file=sys.stderr)
+        return 1
+    hosts = [", ".join(sorted(set(map(str, x.get("host", pd.Series(["?"])).dropna()))))
+             for x in (a, b)]
+    print(f"A: {args.a} ({hosts[0]})\nB: {args.b} ({hosts[1]})")
+    cols = [c for c in ("impl", "backend", "op", "shape", "bytes", "median_ns_a", "median_ns_b",
+                        "ratio", "spread_a", "spread_b", "p", "change") if c in table.columns]
+    show = table if args.all else table[table["significant"]]
+    show = show.sort_values("ratio")
+    if show.empty:
+        print("no change exceeds the noise")
+    else:
+        print(show[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    s = cmp.summary(table)
+    print(f"\n{s['cases']} cases in common: geometric mean B/A {s['geomean_ratio']:.3f} "
+          f"(best {s['best_ratio']:.3f}, worst {s['worst_ratio']:.3f}); {s['faster']} faster, "
+          f"{s['slower']} slower, {s['same']} within the noise (alpha {args.alpha}, at least "
+          f"{args.min_change:.0%} apart)")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _tune(argv: list[str]) -> int:
+    """``vgkernels tune``: derive this CPU's copy_below thresholds (notebook 04, full profile by
+    default) and install them in the user's data directory, where AesGcm looks first."""
+    from .report import main as report_main
+
+    p = argparse.ArgumentParser(prog="vgkernels tune", description=_tune.__doc__)
+    p.add_argument("--profile", choices=("tiny", "quick", "full"), default="full",
+                   help="measurement depth (default full: about 10 minutes a backend)")
+    p.add_argument("--backends", nargs="+", metavar="NAME", help="default: every usable one")
+    p.add_argument("--out", help="report folder for the evidence (default reports/...)")
+    args = p.parse_args(argv)
+    rest = ["--profile", args.profile, "--only", "04", "-p", "install=true"]
+    if args.backends:
+        rest += ["--backends", *args.backends]
+    if args.out:
+        rest += ["--out", args.out]
+    rc = report_main(rest)
+    if rc == 0:
+        from . import dispatch
+
+        dispatch.reload()
+        for row in dispatch.table_rows():
+            print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
+                  f"[{row['source']}]")
+    return rc
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -73,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         from .report import main as report_main
 
         return report_main(argv[1:])
+    if argv and argv[0] == "tune":
+        return _tune(argv[1:])
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd")
@@ -86,12 +180,26 @@ def main(argv: list[str] | None = None) -> int:
     pa = sub.add_parser("asm", help="assembly of a backend's kernels")
     pa.add_argument("backend")
     pa.add_argument("--ir", action="store_true", help="optimised LLVM IR instead")
+    pc = sub.add_parser("compare", help="two report or data folders side by side",
+                        description=_compare.__doc__)
+    pc.add_argument("a", help="report folder (reports/...) or data folder: the baseline")
+    pc.add_argument("b", help="report or data folder to compare with A")
+    pc.add_argument("--alpha", type=float, default=0.01,
+                    help="significance level of the Mann-Whitney test (default 0.01)")
+    pc.add_argument("--min-change", type=float, default=0.02,
+                    help="smallest relative change reported (default 0.02)")
+    pc.add_argument("--all", action="store_true", help="every case, not only the changes")
+    pc.add_argument("--csv", help="write the whole comparison here")
     sub.add_parser("bench", help="measurement sweeps (vgkernels bench -h)")
+    sub.add_parser("tune", help="measure and install this CPU's copy_below thresholds "
+                                "(vgkernels tune -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)
+    if args.cmd == "compare":
+        return _compare(args)
     if args.cmd == "asm":
         return _asm(args)
     return _info(args)

@@ -28,8 +28,10 @@ from .driver import summarise
 LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
               "n", "bytes", "blocks", "key_bytes", "aad_bytes"]
 RUN_COLS = ["run_id", "sweep", "run", "timestamp"]
-HOST_COLS = ["host", "cpu_model", "cpu_flags", "llvm_cpu", "kernel_version", "llvmlite_version",
-             "llvm_version", "openssl_version", "cryptography_openssl", "python_version"]
+HOST_COLS = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number",
+             "cpu_stepping", "hypervisor", "os_kernel", "cpu_flags", "llvm_cpu",
+             "kernel_version", "llvmlite_version", "llvm_version", "openssl_version",
+             "cryptography_openssl", "python_version"]
 STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
              "ticks_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
 PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effective",
@@ -122,6 +124,13 @@ def frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     return df
 
 
+DATA_SCHEMA = 2  # 2: rows carry the machine's identity (vgkernels.machine); 1: before
+
+
+class DataSchemaError(ValueError):
+    """A results file this version cannot read (the message names it)."""
+
+
 def save(summary: pd.DataFrame, samples: pd.DataFrame | None, meta: dict[str, Any],
          directory: Path, stem: str) -> dict[str, Path]:
     """Write ``stem``.parquet/.csv, ``stem``-samples.parquet/.csv and ``stem``-meta.json."""
@@ -135,7 +144,8 @@ def save(summary: pd.DataFrame, samples: pd.DataFrame | None, meta: dict[str, An
         paths["samples_csv"] = directory / f"{stem}-samples.csv"
         samples.to_parquet(paths["samples_parquet"], index=False)
         samples.to_csv(paths["samples_csv"], index=False)
-    paths["meta"].write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    paths["meta"].write_text(json.dumps({**meta, "schema": DATA_SCHEMA}, indent=2, default=str)
+                             + "\n")
     return paths
 
 
@@ -143,3 +153,37 @@ def load(path: str | Path) -> pd.DataFrame:
     """Read a results file written by :func:`save` (Parquet or CSV)."""
     p = Path(path)
     return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+
+
+def load_folder(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summaries, samples) of every run saved under ``path`` (a data folder, or a report
+    folder with its data/ inside), checked against the schema this version reads."""
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such folder")
+    metas = sorted(root.rglob("*-meta.json"))
+    if not metas:
+        raise DataSchemaError(f"{root}: no results (no *-meta.json from `vgkernels bench` or a "
+                              "report's data/)")
+    summaries, samples = [], []
+    for m in metas:
+        try:
+            meta = json.loads(m.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataSchemaError(f"{m}: unreadable ({exc})") from None
+        schema = meta.get("schema", 1) if isinstance(meta, dict) else None
+        if not isinstance(schema, int) or schema > DATA_SCHEMA:
+            raise DataSchemaError(f"{m}: data schema {schema!r}; this vgkernels reads up to "
+                                  f"{DATA_SCHEMA} (a newer version wrote it)")
+        stem = m.name.removesuffix("-meta.json")
+        for kind, into in (("", summaries), ("-samples", samples)):
+            f = m.with_name(f"{stem}{kind}.parquet")
+            if not f.exists():
+                f = f.with_suffix(".csv")
+            if f.exists():
+                try:
+                    into.append(load(f).assign(schema=schema))
+                except Exception as exc:  # noqa: BLE001 - any reader error names the file
+                    raise DataSchemaError(f"{f}: unreadable ({exc})") from None
+    cat = [pd.concat(x, ignore_index=True) if x else pd.DataFrame() for x in (summaries, samples)]
+    return cat[0], cat[1]
