@@ -24,14 +24,16 @@ def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
 
     v = variant.resolved(backend)
     prefix, text = generate(backend, v)
-    path = jit.cache_dir() / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s"
-    if path.exists():
+    d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
+    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
+    if path is not None and path.exists():
         return prefix, path.read_text()
     tm = jit.target_machine(backend.llvm_features, cpu)
     out = tm.emit_assembly(jit.optimise(text, tm))
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(out)
-    os.replace(tmp, path)
+    if path is not None:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(out)
+        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
     return prefix, out
 
 
