@@ -5,6 +5,7 @@ each one executed through papermill with the tiny profile, checking what it leav
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 from pathlib import Path
 
@@ -136,8 +137,10 @@ def _check_blocks(out: Path, notes: dict) -> None:
 
     be = notes["backends"][0]
     t = pd.read_csv(out / "tables" / f"02_block_counts-thread_table-{be}.csv")
+    aws = (["aws-lc", "aws-lc copy+seal (+1)", "aws-lc scatter (+1)"]
+           if importlib.util.find_spec("_awscrt") else [])  # the thread's peer, when installed
     assert list(t.columns) == ["bytes", "in place", "OpenSSL", "out of place (+1)",
-                               "OpenSSL (+1)", "in place change"]
+                               "OpenSSL (+1)", *aws, "in place change"]
     assert {384, 640} <= set(t["bytes"])
     cell = t.loc[t["bytes"] == 384, "in place"].iloc[0]
     assert "→" in cell and cell.count(",") == 2  # "a, b → c, d": two runs of each variant
@@ -187,6 +190,12 @@ def _check_peers(out: Path, notes: dict) -> None:
     h = notes["headline"]["backends"][be]
     assert h["gbps_16k"] > 0 and h["ns_16"] > 0 and h["ns_1k"] > 0
     assert 0 < h["roofline_share"] < 2
+    # the API's call cost against cryptography, measured in the same process
+    assert h["api_ns_16"] > 0 and h["api_crypto_ratio_16"] > 0
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "06_peers_roofline-api_cost.csv")
+    assert {"encrypt", "decrypt", "encrypt two pieces", "stream update"} <= set(t["op"])
 
 
 def _check_predict(out: Path, notes: dict) -> None:

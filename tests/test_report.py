@@ -108,8 +108,11 @@ def test_kernel_spec_runs_this_interpreter():
 def test_headline_table_from_notes():
     notes = {
         "06_peers_roofline": {"headline": {"backends": {"vaes_avx512": {
-            "gbps_16k": 14.2, "ns_16": 30.4, "ns_1k": 99.4, "openssl_ratio_16k": 3.11,
-            "openssl_ratio_1k": 4.15}}}},
+            "gbps_16k": 14.2, "ns_16": 30.4, "ns_1k": 99.4,
+            "best_peer_16k": "AWS-LC 5.12.0", "best_peer_ratio_16k": 1.21,
+            "best_peer_1k": "OpenSSL 4.0.3 (cryptography's)", "best_peer_ratio_1k": 1.83,
+            "peers_16k": {"OpenSSL 3.0.19 (system, no VAES code)": 3.11,
+                          "AWS-LC 5.12.0": 1.21}}}}},
         "04_copy_below": {"headline": {"backends": {
             "vaes_avx512": {"aligned": 0, "unaligned": 1456},
             "aesni_pclmul": {"aligned": None, "unaligned": 2048}}}},
@@ -120,7 +123,10 @@ def test_headline_table_from_notes():
     assert list(t["backend"]) == ["aesni_pclmul", "vaes_avx512"]  # backend-table order
     row = t.set_index("backend").loc["vaes_avx512"]
     assert row["GB/s @16 KiB"] == "14.20"
-    assert row["vs OpenSSL @16 KiB"] == "3.11×"
+    assert row["vs best peer @16 KiB"] == "1.21× (AWS-LC 5.12.0)"
+    assert row["vs best peer @1 KiB"] == "1.83× (OpenSSL 4.0.3 (cryptography's))"
+    assert row["vs OpenSSL 3.0.19 (system, no VAES code) @16 KiB"] == "3.11×"
+    assert row["vs AWS-LC 5.12.0 @16 KiB"] == "1.21×"
     assert row["copy_below (aligned, unaligned)"] == "0 (never copy), 1456 B"
     assert row["split→full @384 B"] == "-24.0% (250 → 190 ns)"
     other = t.set_index("backend").loc["aesni_pclmul"]
@@ -219,7 +225,7 @@ def test_batch_tiny_writes_index_and_renders(tmp_path):
     assert re.search(rf"^{best}\s", proc.stdout, re.M), proc.stdout  # headline printed
     html = (out / "index.html").read_text()
     assert "<h2 id='headline'>Headline</h2>" in html and "class=\"dataframe headline\"" in html
-    for col in ("GB/s @16 KiB", "ns @16 B", "ns @1 KiB", "vs OpenSSL @16 KiB",
+    for col in ("GB/s @16 KiB", "ns @16 B", "ns @1 KiB", "vs best peer @16 KiB",
                 "copy_below (aligned, unaligned)", "split→full @384 B"):
         assert col in html, col
     assert f"<td>{best}</td>" in html

@@ -18,6 +18,11 @@ openssl_copy       vgb_copy_ip with OpenSSL's seal: memcpy the pieces, then EVP 
 openssl4_seal      the same EVP seal in place, natively, with the OpenSSL the cryptography wheel
                    bundles (4.0.x: VAES/AVX-512 GCM), found in its .symtab (peers.BundledOpenSSL)
 openssl4_copy      vgb_copy_ip with the bundled OpenSSL's seal
+aead_seal          an EVP_AEAD peer (``peer``: aws-lc from the awscrt wheel, or a library given by
+                   path): EVP_AEAD_CTX_seal_scatter in place, separate tag (vgkernels.bench.aead)
+aead_scatter       the peer's seal_scatter with the second piece as ``extra_in``: its own gather
+aead_copy          vgb_copy_ip with the peer's seal: memcpy the pieces, then seal in place
+aead_open          the peer's EVP_AEAD_CTX_open_gather, out of place (like open_out)
 cryptography_py    cryptography's AESGCM(key).encrypt(nonce, data, aad), timed in Python: it
                    includes the Python call and the output allocation
 =================  ==============================================================================
@@ -49,9 +54,11 @@ KERNEL_OPS = ("seal", "gather", "copy_ip", "two_slice", "open_out", "ctr32", "gh
               "encrypt_blocks")
 OPENSSL_OPS = ("openssl", "openssl_copy")
 OPENSSL4_OPS = ("openssl4_seal", "openssl4_copy")  # the cryptography wheel's OpenSSL, native
+AEAD_OPS = ("aead_seal", "aead_scatter", "aead_copy", "aead_open")  # CaseSpec.peer names it
 PY_OPS = ("cryptography_py",)
-OPS = KERNEL_OPS + OPENSSL_OPS + OPENSSL4_OPS + PY_OPS
-PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy", "openssl4_copy")  # any shape
+OPS = KERNEL_OPS + OPENSSL_OPS + OPENSSL4_OPS + AEAD_OPS + PY_OPS
+PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy", "openssl4_copy", "aead_scatter",
+             "aead_copy")  # any shape
 BLOCK_OPS = ("ctr32", "ghash", "encrypt_blocks")  # n must be a multiple of 16
 SHAPES = ("one", "n+1", "16+rest", "1+rest")
 
@@ -78,7 +85,9 @@ class KernelError(RuntimeError):
     """A case gave a wrong result or return code: reported, never timed."""
 
 
-def impl_of(op: str) -> str:
+def impl_of(op: str, peer: str | None = None) -> str:
+    if op in AEAD_OPS:
+        return peer or "aead"
     if op in OPENSSL_OPS:
         return "openssl"
     if op in OPENSSL4_OPS:
@@ -116,10 +125,13 @@ class CaseSpec:
     key_len: int = 16
     aad_len: int = 13
     nonce_len: int = 12
+    peer: str | None = None  # the EVP_AEAD peer's name (AEAD_OPS only)
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"unknown op {self.op!r}; known: {', '.join(OPS)}")
+        if (self.op in AEAD_OPS) != (self.peer is not None):
+            raise ValueError(f"op {self.op}: peer must be given exactly for {AEAD_OPS}")
         if self.shape != "one" and self.op not in PIECE_OPS:
             raise ValueError(f"op {self.op} takes shape 'one' only")
         if self.op in BLOCK_OPS and self.n % 16:
@@ -128,7 +140,7 @@ class CaseSpec:
 
     @property
     def impl(self) -> str:
-        return impl_of(self.op)
+        return impl_of(self.op, self.peer)
 
     def variant(self) -> Variant:
         return Variant(**dict(self.vparams)).resolved(get(self.backend))
@@ -234,10 +246,12 @@ def _first_diff(a: bytes, b: bytes) -> str:
 class Builder:
     """Builds concrete cases in the measuring process: kernels, key contexts, peers."""
 
-    def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None):
+    def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None,
+                 aead_paths: dict[str, str | None] | None = None):
         self.driver = drv
         self.verify = verify
         self.libcrypto = libcrypto
+        self.aead_paths = aead_paths or {}  # EVP_AEAD peer name -> path (None: awscrt's)
         self._ctx: dict[tuple[str, Variant, bytes], Buf] = {}
 
     # -- shared material ---------------------------------------------------------------------
@@ -285,6 +299,13 @@ class Builder:
     def peer(self, op: str):
         return self.bundled() if op in OPENSSL4_OPS else self.openssl()
 
+    def aead(self, name: str):  # -> aead.AeadPeer
+        from . import aead
+
+        if name not in self.aead_paths:
+            raise Skip(f"EVP_AEAD peer {name!r} is not configured in this process")
+        return aead.peer(name, self.aead_paths[name])
+
     # -- cases -------------------------------------------------------------------------------
     def build(self, spec: CaseSpec) -> Case:
         """A verified case (raises Skip or KernelError)."""
@@ -308,11 +329,14 @@ class Builder:
                 raise KernelError("cryptography AESGCM disagrees with itself?")
             return Case(lab, py_call=f)
 
-        if op in ("seal", "openssl", "openssl4_seal"):
+        if op in ("seal", "openssl", "openssl4_seal", "aead_seal"):
             buf, tag = buf_(total, msg, "in"), buf_(16)
             keep += [buf, tag]
             if op == "seal":
                 fn, first = self.address(spec, "seal"), self.ctx(spec)
+            elif op == "aead_seal":
+                ap = self.aead(spec.peer)
+                fn, first = ap.seal_address, ap.context(key)
             else:
                 ossl = self.peer(op)
                 fn, first = ossl.seal_address, ossl.context(key)
@@ -321,13 +345,15 @@ class Builder:
             def out() -> bytes:
                 return buf.read() + tag.read()
             want = _expected(key, nonce, aad, msg)
-        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice"):
+        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice",
+                    "aead_scatter", "aead_copy"):
             bufs = []
             off = 0
             for p in ps:  # the largest piece is the stream's input
                 bufs.append(buf_(p, msg[off:off + p], "in" if p == max(ps) else "aux"))
                 off += p
-            outb, tag = buf_(total, role="out"), buf_(16)
+            # aead_scatter: extra_in's ciphertext and the tag follow the output (see aead.py)
+            outb, tag = buf_(total + (16 if op == "aead_scatter" else 0), role="out"), buf_(16)
             # struct vg_piece {ptr, len}[], placed like the other small buffers
             arr = buf_(16 * len(ps), b"".join(struct.pack("<QQ", b.addr, p)
                                                for b, p in zip(bufs, ps, strict=True)))
@@ -340,13 +366,20 @@ class Builder:
                 slots = [fn, self.ctx(spec), *head, bufs[0].addr, ps[0], p1, n1, outb.addr,
                          tag.addr]
                 case = Case(lab, "seal_two_slice", slots, keep=keep)
-            elif op == "gather":
-                slots = [self.address(spec, "seal_gather"), self.ctx(spec), *head,
-                         arr.addr, len(ps), outb.addr, tag.addr]
+            elif op in ("gather", "aead_scatter"):
+                if op == "gather":
+                    fn, first = self.address(spec, "seal_gather"), self.ctx(spec)
+                else:
+                    ap = self.aead(spec.peer)
+                    fn, first = ap.scatter_address, ap.context(key)
+                slots = [fn, first, *head, arr.addr, len(ps), outb.addr, tag.addr]
                 case = Case(lab, "seal_gather", slots, keep=keep)
             else:
                 if op == "copy_ip":
                     seal, first = self.address(spec, "seal"), self.ctx(spec)
+                elif op == "aead_copy":
+                    ap = self.aead(spec.peer)
+                    seal, first = ap.seal_address, ap.context(key)
                 else:
                     ossl = self.peer(op)
                     seal, first = ossl.seal_address, ossl.context(key)
@@ -355,15 +388,21 @@ class Builder:
                 case = Case(lab, "copy_ip", slots, keep=keep)
 
             def out() -> bytes:
+                if op == "aead_scatter":
+                    return outb.read()
                 return outb.read() + tag.read()
             want = _expected(key, nonce, aad, msg)
-        elif op == "open_out":
+        elif op in ("open_out", "aead_open"):
             ct = _expected(key, nonce, aad, msg)
             inb, outb = buf_(total, ct[:total], "in"), buf_(total, role="out")
             tag = buf_(16, ct[total:])
             keep += [inb, outb, tag]
-            slots = [self.address(spec, "open_out"), self.ctx(spec), *head, inb.addr, outb.addr,
-                     total, tag.addr, 16]
+            if op == "open_out":
+                fn, first = self.address(spec, "open_out"), self.ctx(spec)
+            else:
+                ap = self.aead(spec.peer)
+                fn, first = ap.open_address, ap.context(key)
+            slots = [fn, first, *head, inb.addr, outb.addr, total, tag.addr, 16]
             case = Case(lab, "open_out", slots, keep=keep)
 
             def out() -> bytes:

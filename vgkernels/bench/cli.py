@@ -6,7 +6,12 @@ Examples::
     vgkernels bench sizes --backends vaes_avx512 --sizes 256,16384 --runs 2
     vgkernels bench blocks --ab tail=split tail=full       # A/B/A/B, run ids 0..3
     vgkernels bench copy_below --quick --no-peers
+    vgkernels bench sizes --peer boring=/opt/boringssl/build/libcrypto.so
     vgkernels bench --list
+
+aws-lc (the awscrt wheel: ``pip install 'vgkernels[peers]'``) is a peer wherever OpenSSL is;
+``--peer NAME=PATH`` adds any EVP_AEAD library (a BoringSSL or aws-lc libcrypto.so, or a file
+whose .symtab has the functions), masked per backend like OpenSSL.
 """
 
 from __future__ import annotations
@@ -67,6 +72,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--same-workers", action="store_true",
                    help="keep one worker per backend for all passes (default: new ones per pass)")
     p.add_argument("--libcrypto", help="path of libcrypto (default: $VG_LIBCRYPTO or finder)")
+    p.add_argument("--peer", action="append", metavar="NAME=PATH", default=[],
+                   help="an EVP_AEAD library to time beside OpenSSL (BoringSSL or aws-lc "
+                        "libcrypto.so); repeatable")
+    p.add_argument("--gap-ms", type=float, default=0.0,
+                   help="idle gap before each round inside a chunk, each followed by an "
+                        "untimed warm-up sample (default 0: the chunks visited in between "
+                        "spread the rounds)")
+    p.add_argument("--no-spread", action="store_true",
+                   help="take a chunk's rounds back to back (default: one round per visit, "
+                        "every chunk visited once per round)")
     return p
 
 
@@ -74,12 +89,31 @@ def _show(res) -> str:
     df = res.df
     if df.empty:
         return "(no rows)"
-    cols = ["backend", "variant", "op", "pieces", "run", "min_ns", "median_ns", "spread",
-            "ticks_per_byte"]
-    show = df[cols].copy()
+    cols = ["backend", "variant", "impl", "op", "pieces", "run", "min_ns", "median_ns",
+            "median_95%", "spread", "GB/s", "cycles/B"]
+    show = df.assign(**{
+        "median_95%": [f"{lo:.1f}..{hi:.1f}" for lo, hi in zip(df["median_lo_ns"],
+                                                               df["median_hi_ns"], strict=True)],
+        "GB/s": df["gbps"], "cycles/B": df["cycles_per_byte"]})[cols]
     if show["variant"].nunique() == 1 or not res.meta["params"]["variants"][1:]:
         show = show.drop(columns="variant")
     return show.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+def noise_warning(df) -> str | None:
+    """A warning when cases' spread (relative IQR of their samples) exceeds NOISY_SPREAD."""
+    from .driver import NOISY_SPREAD
+
+    if df.empty or "noisy" not in df:
+        return None
+    noisy = df[df["noisy"].fillna(False).astype(bool)]
+    if noisy.empty:
+        return None
+    worst = df.loc[df["spread"].idxmax()]
+    return (f"warning: {len(noisy)} of {len(df)} cases have a spread above "
+            f"{NOISY_SPREAD:.0%} (worst {worst['spread']:.2f}: {worst['impl']} "
+            f"{worst['backend']} {worst['op']} {worst['pieces']}); the machine was busy or "
+            "noisy: compare medians with their intervals, or measure again")
 
 
 def _api(argv: list[str]) -> int:
@@ -105,7 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["api"]:
         return _api(argv[1:])
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        from .aead import parse_peers
+
+        parse_peers(args.peer)
+    except ValueError as e:
+        p.error(str(e))
     if args.list or not args.sweep:
         for name, d in SWEEPS.items():
             print(f"{name:11s} {d.doc}")
@@ -119,9 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         cpu=args.cpu, stack_offset=args.stack_offset, key_len=args.key_len, aad_len=args.aad_len,
         progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
         samples=not args.no_samples, libcrypto=args.libcrypto, isolate=not args.in_process,
-        fresh=not args.same_workers,
+        fresh=not args.same_workers, aead_peers=args.peer, gap_ms=args.gap_ms,
+        spread=not args.no_spread,
     )
     print(_show(res))
+    warn = noise_warning(res.df)
+    if warn:
+        print(warn, file=sys.stderr)
     print(f"\ndriver overhead: {res.overhead_ns:.2f} ns per call (not subtracted)")
     for kind, path in res.paths.items():
         print(f"{kind}: {path}")

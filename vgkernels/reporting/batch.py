@@ -221,9 +221,11 @@ def _thr(x: Any) -> str:
 
 
 def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.DataFrame:
-    """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, OpenSSL's time over ours
-    (masked to the same features), the copy_below thresholds and the split -> full change
-    at 384 B, from the notebooks' notes.  ``text``: formatted cells instead of numbers."""
+    """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer masked to
+    the same features (named) and its time over ours at 16 KiB and 1 KiB, then each peer's
+    time over ours at 16 KiB (vgkernels.reporting.peerset), the copy_below thresholds and the
+    split -> full change at 384 B, from the notebooks' notes.  ``text``: formatted cells
+    instead of numbers."""
     peers = _per_backend(notes, "06_peers_roofline")
     cb = _per_backend(notes, "04_copy_below")
     blocks = _per_backend(notes, "02_block_counts")
@@ -232,6 +234,7 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     order = [b.name for b in BACKENDS]
     names = sorted(set(peers) | set(cb) | set(blocks),
                    key=lambda n: order.index(n) if n in order else len(order))
+    peer_cols = list(dict.fromkeys(w for p in peers.values() for w in p.get("peers_16k", {})))
     rows = []
     for be in names:
         p, c, b = peers.get(be, {}), cb.get(be), blocks.get(be, {})
@@ -240,14 +243,19 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
             "GB/s @16 KiB": p.get("gbps_16k"),
             "ns @16 B": p.get("ns_16"),
             "ns @1 KiB": p.get("ns_1k"),
-            "OpenSSL / ours @16 KiB": p.get("openssl_ratio_16k"),
-            "OpenSSL / ours @1 KiB": p.get("openssl_ratio_1k"),
+            "best peer @16 KiB": p.get("best_peer_16k"),
+            "best peer / ours @16 KiB": p.get("best_peer_ratio_16k"),
+            "best peer @1 KiB": p.get("best_peer_1k"),
+            "best peer / ours @1 KiB": p.get("best_peer_ratio_1k"),
+            **{f"{w} / ours @16 KiB": p.get("peers_16k", {}).get(w) for w in peer_cols},
             "copy_below aligned": None if c is None else c.get("aligned"),
             "copy_below unaligned": None if c is None else c.get("unaligned"),
             "_cb_known": c is not None,
             "split ns @384 B": b.get("split_384"),
             "full ns @384 B": b.get("full_384"),
             "split→full @384 B": b.get("change_384"),
+            "API encrypt ns @16 B": p.get("api_ns_16"),
+            "cryptography / API @16 B": p.get("api_crypto_ratio_16"),
         })
     df = pd.DataFrame(rows)
     if not text or df.empty:
@@ -260,10 +268,14 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     out["GB/s @16 KiB"] = [num(x, ".2f") for x in df["GB/s @16 KiB"]]
     out["ns @16 B"] = [num(x, ".1f") for x in df["ns @16 B"]]
     out["ns @1 KiB"] = [num(x, ".1f") for x in df["ns @1 KiB"]]
-    out["vs OpenSSL @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
-                                                  else "") for x in df["OpenSSL / ours @16 KiB"]]
-    out["vs OpenSSL @1 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
-                                                 else "") for x in df["OpenSSL / ours @1 KiB"]]
+    for size in ("16 KiB", "1 KiB"):
+        out[f"vs best peer @{size}"] = [
+            "—" if x is None or pd.isna(x) else f"{x:.2f}× ({w})"
+            for x, w in zip(df[f"best peer / ours @{size}"], df[f"best peer @{size}"],
+                            strict=True)]
+    for w in peer_cols:
+        out[f"vs {w} @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
+                                                   else "") for x in df[f"{w} / ours @16 KiB"]]
     out["copy_below (aligned, unaligned)"] = [
         f"{_thr(a)}, {_thr(u)}" if known else "—"
         for a, u, known in zip(df["copy_below aligned"], df["copy_below unaligned"],
@@ -272,6 +284,10 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
         "—" if ch is None or pd.isna(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
         for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
                             df["full ns @384 B"], strict=True)]
+    out["API encrypt @16 B (cryptography's time / ours)"] = [
+        "—" if ns is None or pd.isna(ns) else f"{ns:.0f} ns ({r:.2f}×)"
+        for ns, r in zip(df["API encrypt ns @16 B"], df["cryptography / API @16 B"],
+                         strict=True)]
     return out
 
 
@@ -331,6 +347,10 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
                      + "</p>")
+    from .peerset import banners
+
+    for text in banners(notes, str(meta.get("profile"))):
+        parts.append(f"<p class='banner'>{esc(text)}</p>")
     # headline
     parts.append("<h2 id='headline'>Headline</h2>")
     ht = headline_table(notes, text=True)
@@ -341,10 +361,13 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append(ht.to_html(index=False, border=0, classes="headline", escape=True))
         parts.append(
             "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
-            "vs OpenSSL: OpenSSL's time over ours, OpenSSL masked to the backend's features "
-            "(above 1: faster than OpenSSL). copy_below: below these total lengths copying the "
+            "vs best peer: the fastest peer's time over ours, every peer masked to the "
+            "backend's features in the same run (above 1: we are faster), then each peer's. "
+            "copy_below: below these total lengths copying the "
             "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
-            "split→full: in-place seal at 384 B, tail=split → tail=full (02).</p>")
+            "split→full: in-place seal at 384 B, tail=split → tail=full (02). API encrypt: "
+            "AesGcm.encrypt of 16 B as a Python call, and cryptography's AESGCM time over it in "
+            "the same process (06; `vgkernels bench api`).</p>")
     # notebooks
     parts.append("<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
                  "<th>time</th><th>links</th><th>notes</th></tr>")
@@ -399,6 +422,8 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
     path.write_text("\n".join(parts), encoding="utf-8")
     (out / "index.json").write_text(json.dumps(jsonable({
         **meta, "notebooks": [asdict(r) for r in runs],
+        "smoke_test": meta.get("profile") == "tiny",
+        "banners": banners(notes, str(meta.get("profile"))),
         "headline": headline_table(notes).to_dict(orient="records")}), indent=2) + "\n")
     return path
 
@@ -429,6 +454,9 @@ def parser() -> argparse.ArgumentParser:
                    help="run only these notebooks (02, 02_block_counts or block_counts)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (JSON value), e.g. -p install=true")
+    p.add_argument("--peer", action="append", default=[], metavar="NAME=PATH",
+                   help="an EVP_AEAD library (BoringSSL or aws-lc libcrypto.so) timed beside "
+                        "OpenSSL and aws-lc in every peer sweep; repeatable")
     p.add_argument("--timeout", type=float, help="seconds a single cell may take")
     p.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -489,6 +517,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"`vgkernels report --sync-notebooks`): {', '.join(p.name for p in stale)}",
               file=sys.stderr)
     get_profile(args.profile)
+    if args.peer:  # the notebooks' sweeps read it (vgkernels.bench.sweep.default_aead_peers)
+        from ..bench.aead import ENV_PEERS, parse_peers
+
+        try:
+            given = parse_peers(args.peer)
+        except ValueError as e:
+            print(f"vgkernels report: {e}", file=sys.stderr)
+            return 2
+        os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
     backends = parse_backends(",".join(args.backends)) if args.backends else None
     extra: dict[str, Any] = {}
     for item in args.param:

@@ -34,10 +34,12 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     out["ns"] = out["min_ns"].astype(float)
     out["payload_blocks"] = (out["n"].astype(int) // 16).astype(int)
     is_vg = out["impl"] == "vgkernels"
-    out["series"] = np.where(is_vg, "tail=" + out["tail"].astype(str), "OpenSSL")
-    out["shape_label"] = np.where(out["op"].isin(["seal", "openssl"]), "in place",
-                                  np.where(out["op"] == "copy_ip", "copy+ip (+1)",
-                                           "out of place (+1)"))
+    is_aead = out["op"].astype(str).str.startswith("aead_")
+    out["series"] = np.where(is_vg, "tail=" + out["tail"].astype(str),
+                             np.where(is_aead, out["impl"].astype(str), "OpenSSL"))
+    out["shape_label"] = np.where(out["op"].isin(["seal", "openssl", "aead_seal"]), "in place",
+                                  np.where(out["op"].isin(["copy_ip", "aead_copy"]),
+                                           "copy+ip (+1)", "out of place (+1)"))
     return out
 
 
@@ -62,10 +64,14 @@ def thread_table(df: pd.DataFrame, backend: str,
                  sizes: Sequence[int] | None = THREAD_SIZES) -> pd.DataFrame:
     """The PR thread's table for one backend: per size, "split runs → full runs" cells
     (best of k per run, runs in order) in place and from two pieces, and OpenSSL's range
-    over its runs; plus the in-place change of the best full run over the best split run."""
+    over its runs; plus the in-place change of the best full run over the best split run.
+    Each EVP_AEAD peer (aws-lc, as in the thread) adds its in-place range, its copy + seal
+    in place of n + 1 bytes (the thread's "+1" for aws-lc-rs) and its own gather
+    (seal_scatter with the byte as extra_in)."""
     from ..analysis import ab_table
 
     t = df[df["backend"] == backend]
+    aead_peers = list(dict.fromkeys(t.loc[t["op"] == "aead_seal", "impl"].astype(str)))
     vg = t[(t["impl"] == "vgkernels") & t["op"].isin(["seal", "gather"])]
     if vg.empty:
         return pd.DataFrame()
@@ -85,12 +91,19 @@ def thread_table(df: pd.DataFrame, backend: str,
         for op, label in (("openssl", "OpenSSL"), ("openssl_copy", "OpenSSL (+1)")):
             o = t[(t["op"] == op) & (t["n"] == n)]
             row[label] = _range(o["min_ns"].astype(float).tolist())
+        for peer in aead_peers:
+            for op, label in (("aead_seal", peer), ("aead_copy", f"{peer} copy+seal (+1)"),
+                              ("aead_scatter", f"{peer} scatter (+1)")):
+                o = t[(t["op"] == op) & (t["impl"] == peer) & (t["n"] == n)]
+                row[label] = _range(o["min_ns"].astype(float).tolist())
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
         return out
     out["in place change"] = [fmt_pct(x) for x in out.pop("_change")]
-    return out[["bytes", "in place", "OpenSSL", "out of place (+1)", "OpenSSL (+1)",
+    extra = [c for peer in aead_peers for c in (peer, f"{peer} copy+seal (+1)",
+                                                f"{peer} scatter (+1)")]
+    return out[["bytes", "in place", "OpenSSL", "out of place (+1)", "OpenSSL (+1)", *extra,
                 "in place change"]]
 
 

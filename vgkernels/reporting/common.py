@@ -268,6 +268,7 @@ class Notebook:
         written into the report's data directory, progress reported to the batch, and the
         sweep's skips and errors kept for the notes (and shown)."""
         from .. import bench
+        from .peerset import noise_summary
 
         bes = list(backends) if backends is not None else list(self.backends)
         label = label or name
@@ -280,7 +281,9 @@ class Notebook:
         runs = kw.get("runs")
         n_runs = 2 * (runs or 2) if ab else (runs or 1)
         n_sizes = len(sizes) if sizes else len(bench.SWEEPS[name].sizes)
-        total = max(1, min(kw["passes"], kw["k"])) * n_runs * n_sizes * len(bes)
+        # a visit per round when the rounds are spread (the default), else one per pass
+        visits = kw["k"] if kw.get("spread", True) else max(1, min(kw["passes"], kw["k"]))
+        total = visits * n_runs * n_sizes * len(bes)
 
         def on_chunk(done: int, rows: list[dict[str, Any]]) -> None:
             report_progress(self.name, label, done, max(total, done))
@@ -295,6 +298,7 @@ class Notebook:
             "sweep": name, "label": label, "backends": bes, "sizes": len(sizes or []) or None,
             "rows": len(res.df), "seconds": round(seconds, 2), "skipped": list(res.skipped),
             "errors": list(res.errors), "interrupted": res.interrupted,
+            "noise": noise_summary(res.df),
             "files": [_rel(p, self.paths.out) for p in res.paths.values()]})
         self._save()
         if res.skipped or res.errors:
@@ -365,6 +369,7 @@ class Notebook:
     def _save(self) -> None:
         _write_json(note_path(self.paths.out, self.name), {
             "notebook": self.name, "profile": self.profile.name, "backends": self.backends,
+            "smoke_test": self.profile.tiny,
             "started": self.started, "sweeps": self.sweeps, "figures": self.figures,
             "tables": self.tables, "files": self.files, "conclusions": self.conclusions,
             "headline": self.numbers})
