@@ -104,6 +104,11 @@ def _info(args: argparse.Namespace) -> int:
     for row in dispatch.table_rows():
         print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
               f"[{row['source']}] {row['from']}")
+    from .predict import recommend
+
+    line = recommend.advice(recommend.shipped(), machine.cpu_key()["llvm_cpu"])
+    if line:
+        print(line)
     if not problems:
         try:
             print(f"default backend: {backends.choose().name}")

@@ -33,6 +33,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clock-ghz", type=float, help="core clock, for TSC ticks per byte")
     p.add_argument("--tsc-ghz", type=float, help="TSC rate (default: the core clock)")
     p.add_argument("--wide", action="store_true", help="every column")
+    p.add_argument("--recommend", metavar="PATH",
+                   help="also derive the per-CPU recommendation table (best variant of each "
+                        "backend; use with --variant sweep) and write it here")
     return p
 
 
@@ -73,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
     print(f"\nllvm-mca {mca.find().version}; stitch/leftover per_iteration: 16-byte blocks, "
           "key_setup: H powers (key_setup_cycles: the whole H^2..H^72 table)")
+    if args.recommend:
+        from . import recommend
+
+        path = recommend.write(recommend.derive(df, mca.find().version), args.recommend)
+        print(f"recommendations: {path}")
     return 0
 
 

@@ -105,10 +105,41 @@ def write(obj: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
+def shipped() -> dict[str, Any] | None:
+    """The table shipped in the package (vgkernels/data/predict_recommend.json), None when
+    there is none; a damaged one is skipped with a warning naming it (it only advises)."""
+    import warnings
+    from importlib import resources
+
+    f = resources.files("vgkernels").joinpath(f"data/{FILENAME}")
+    try:
+        return validate(json.loads(f.read_text()))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        warnings.warn(f"vgkernels/data/{FILENAME} skipped: {exc}", RuntimeWarning, stacklevel=2)
+        return None
+
+
+def advice(obj: dict[str, Any] | None, cpu: str) -> str | None:
+    """One line: what llvm-mca predicts fastest on ``cpu`` (None: the table lacks it)."""
+    entry = (obj or {}).get("cpus", {}).get(cpu)
+    if entry is None:
+        return None
+    best = entry["best"]
+    rec = entry["backends"][best]
+    base = rec.get("default_cycles_per_byte")
+    vs = f" against {base:.3f} for its default" if base else ""
+    return (f"llvm-mca {obj['llvm_mca']} ({obj['date']}) predicts {best} with "
+            f"{rec['label']} fastest on {cpu}: {rec['cycles_per_byte']:.3f} cycles/B at "
+            f"{obj['size']} B{vs}")
+
+
 def variant_for(obj: dict[str, Any], cpu: str, backend: str) -> Variant | None:
     """The recommended Variant of ``backend`` on ``cpu`` (None: not in the table)."""
     rec = obj["cpus"].get(cpu, {}).get("backends", {}).get(backend)
     return None if rec is None else Variant(**rec["variant"])
 
 
-__all__ = ["FILENAME", "KIND", "SCHEMA", "derive", "load", "validate", "variant_for", "write"]
+__all__ = ["FILENAME", "KIND", "SCHEMA", "advice", "derive", "load", "shipped", "validate",
+           "variant_for", "write"]
