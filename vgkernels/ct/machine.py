@@ -253,12 +253,15 @@ def check_function(fn: MachineFunction) -> MachineFunction:
                     fn.findings.append(MachineFinding("jump" if cond_jump else "cmov", fn.name,
                                                       ins.addr, ins.text, origin, trace))
             for op in ins.operands:
-                m = re.search(r"\((%\w+)?,(%\w+)", op)
-                if not _is_mem(op) or m is None or mn.startswith(("lea", "nop")):
+                if not _is_mem(op) or mn.startswith(("lea", "nop", "data16")):
                     continue
-                fn.indexed += 1
+                addr = re.search(r"\(([^)]*)\)", op)
+                regs = _regs(addr.group(1)) if addr else set()
+                if len(regs) > 1:
+                    fn.indexed += 1
                 trace = []
-                origin = _origin(block, k, {_canon(m.group(2)[1:])}, trace)
+                # base and index alike: LLVM puts the table in either
+                origin = _origin(block, k, regs, trace)
                 if origin:
                     fn.findings.append(MachineFinding("address", fn.name, ins.addr, ins.text,
                                                       origin, trace))

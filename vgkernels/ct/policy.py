@@ -8,8 +8,8 @@ round count and key length fields of the context.
 
 ``J0`` is the label of the counter: it is public for 96-bit nonces and H-derived otherwise
 (J0 = GHASH_H(IV)).  A value loaded from an io block's counter slot carries ``J0`` in place of
-``H`` and ``key``, so a finding that depends on nothing else is recognisable as the known, bounded J0 leak
-(whether the 32-bit counter wraps within the message) rather than a new one.
+``H`` and ``key``, so a finding that depends on nothing else is recognisable as the known,
+bounded J0 leak (whether the 32-bit counter wraps within the message) rather than a new one.
 """
 
 from __future__ import annotations

@@ -353,8 +353,9 @@ class _Analysis:
         while node is not None and node not in seen and len(steps) < limit:
             seen.add(node)
             if node[0] == "m" and ("m",) + node[1:] not in self.cause:
+                init = policy.initial_labels(self.kind.get(node[1], ""), node[2])
                 steps.append(f"memory {node[1]} slot {node[2]} (secret at entry: "
-                             f"{','.join(sorted(policy.initial_labels(self.kind.get(node[1], ''), node[2]))) or '-'})")
+                             f"{','.join(sorted(init)) or '-'})")
                 break
             parent, why = self.cause.get(node, (None, None))
             if why is None:
