@@ -10,8 +10,9 @@
 # least as fast at every larger measured size, within `rtol`), with a bootstrap confidence
 # interval. The aim is a gather that never loses, so that the thresholds fall to zero.
 #
-# Writes `copy_below.json` into the report directory; with `install=True` also into
-# `vgkernels/data/copy_below.json`, which `vgkernels.api` reads for its default dispatch.
+# Writes `copy_below.json` (this CPU's table, `vgkernels.dispatch` format) into the report
+# directory; with `install=True` also into the user's data directory, where `vgkernels.api`
+# finds it first for this CPU (`vgkernels info` shows which table applies).
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full
@@ -19,13 +20,13 @@ out_dir = None  # report directory (default reports/<date>-<host>/)
 data_dir = None  # sweep data (default <out_dir>/data)
 backends = None  # None: every usable backend (tiny: the best one)
 rtol = 0.01  # the gather counts as "at least as fast" within this
-install = False  # also write vgkernels/data/copy_below.json (package data)
+install = False  # also install the table for this CPU in the user's data directory
 
 # %%
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
+from vgkernels import dispatch, reporting
 from vgkernels.reporting import copybelow as cb
 
 nb = reporting.start("04_copy_below", profile, out_dir, data_dir, backends)
@@ -50,11 +51,10 @@ nb.table(cb.threshold_table(results), "thresholds")
 
 # %%
 doc = cb.document(results, samples, {**res.meta, "run_id": res.run_id})
-cb.check_document(doc)
 path = nb.file(cb.write(doc, nb.paths.out / "copy_below.json"))
 if install:
-    installed = cb.write(doc, cb.package_data_path())
-    display(Markdown(f"Installed the thresholds into `{installed}`."))
+    installed = dispatch.install(doc)
+    display(Markdown(f"Installed the thresholds for this CPU into `{installed}`."))
 display(Markdown(f"Wrote `{path}`"))
 doc
 

@@ -378,7 +378,7 @@ def test_not_a_buffer(aead, bad):
 def test_closed(backend):
     a = AesGcm(KEY, backend=backend)
     enc = a.encryptor(NONCE, AAD)
-    raw = a._raw
+    raw = a._holder
     assert any(bytes(raw))
     with a as same:
         assert same is a

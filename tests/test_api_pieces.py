@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vgkernels.api import AesGcm
+from vgkernels.binding import binding
 
 KEY = bytes(range(32))
 NONCE = bytes(range(50, 62))
@@ -16,28 +17,27 @@ AAD = b"pieces-aad"
 
 
 class Spy:
-    """Wraps an AesGcm's kernel bindings and records which entry points were called."""
+    """Which kernel `encrypt_pieces` took (the binding's path counters): `calls` lists the
+    kernels run since the last `clear`, as two_slice / seal (copy first) / seal_gather."""
 
-    def __init__(self, fns):
-        self._fns = fns
-        self.calls: list[str] = []
+    NAMES = {"seal_two_slice": "two_slice", "seal": "seal", "seal_gather": "seal_gather"}
 
-    def __getattr__(self, name):
-        fn = getattr(self._fns, name)
-        if not callable(fn):
-            return fn
+    def __init__(self, a: AesGcm):
+        self._b = binding(a._k)
+        self._base = self._b.paths()
 
-        def call(*args):
-            self.calls.append(name)
-            return fn(*args)
-        return call
+    @property
+    def calls(self) -> list[str]:
+        now = self._b.paths()
+        return sorted(self.NAMES[p] for p, n in now.items() for _ in range(n - self._base[p]))
+
+    def clear(self) -> None:
+        self._base = self._b.paths()
 
 
 def spied(backend: str, key: bytes = KEY) -> tuple[AesGcm, Spy]:
     a = AesGcm(key, backend=backend)
-    spy = Spy(a._f)
-    a._f = spy
-    return a, spy
+    return a, Spy(a)
 
 
 def check(a: AesGcm, pieces, want: bytes, copy_below, where) -> None:
@@ -111,7 +111,7 @@ def test_tls_record_shape(backend):
     """n bytes of record then 1 byte of content type (12-byte nonce, AAD <= 16 bytes: the shape
     the two-slice entry takes where it exists), and near-misses of that shape."""
     a = AesGcm(KEY, backend=backend)
-    has_two_slice = a._f.two_slice is not None
+    has_two_slice = a.backend.two_slice
     lens = tls_lengths(backend)
     assert {n % 16 for n in lens} == set(range(16)) and min(lens) >= 256 and max(lens) <= 1100
     for n in lens:
@@ -173,7 +173,7 @@ def test_copy_below_threshold(backend, kind, threshold, sizes):
         check(a, pieces, want, (100, 200), (backend, lens))
         path = "seal" if total < threshold else "seal_gather"
         assert spy.calls == [path, path], (backend, lens, spy.calls)
-        spy.calls.clear()
+        spy.clear()
         check(a, pieces, want, False, (backend, lens))
         assert spy.calls == ["seal_gather", "seal_gather"], (backend, lens, spy.calls)
 
@@ -182,15 +182,14 @@ def test_copy_below_default_and_true(backend):
     """None and True use the backend's threshold (the shipped derived one if any); False never
     copies, even one byte."""
     a, spy = spied(backend)
-    t_aligned, _ = a._copy_threshold(None)
-    assert a._copy_threshold(True) == a._copy_threshold(None)
-    assert a._copy_threshold(False) == (0, 0)
+    t_aligned, _ = a.copy_below
     for n in sorted({0, 1, max(t_aligned - 1, 0), t_aligned, t_aligned + 1}):
         pt = rbytes(rng("dflt", n), n)
-        spy.calls.clear()
+        spy.clear()
         assert a.encrypt(NONCE, [pt], AAD) == ref(KEY, NONCE, pt, AAD)
-        assert spy.calls == ["seal" if n < t_aligned else "seal_gather"], (n, t_aligned)
-        spy.calls.clear()
+        assert a.encrypt(NONCE, [pt], AAD, copy_below=True) == ref(KEY, NONCE, pt, AAD)
+        assert spy.calls == ["seal" if n < t_aligned else "seal_gather"] * 2, (n, t_aligned)
+        spy.clear()
         assert a.encrypt(NONCE, [pt], AAD, copy_below=False) == ref(KEY, NONCE, pt, AAD)
         assert spy.calls == ["seal_gather"]
 

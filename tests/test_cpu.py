@@ -5,6 +5,7 @@ child process with the variable set."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,9 @@ def test_parse_mask():
     assert cpu.parse_mask(" NONE ") == frozenset()
     assert cpu.parse_mask("aes, AVX ,pclmulqdq,") == {"aes", "avx", "pclmulqdq"}
     assert cpu.parse_mask(",".join(cpu.FEATURES)) == set(cpu.FEATURES)
-    assert cpu.parse_mask("") == frozenset()
+    for empty in ("", ",", " , ,"):  # an empty list is an error, not "portable only"
+        with pytest.raises(cpu.UnknownFeature, match="names no feature"):
+            cpu.parse_mask(empty)
 
 
 @pytest.mark.parametrize("text", ["bogus", "aes,bogus", "avx512", "aes,none", "pclmul"])
@@ -126,7 +129,14 @@ def test_choose_named_and_unknown():
     with pytest.raises(ValueError, match="unknown backend 'nope'; known: " + ", ".join(
             BACKEND_NAMES)):
         choose("nope")
-    with pytest.raises(RuntimeError, match="backend vaes_avx512 is not usable here: masked off"):
+    # the reason comes from the table: "CPU lacks ..." on a lesser CPU, else "masked off"
+    why = availability("none")["vaes_avx512"]
+    assert why is not None
+    expect = ("CPU lacks " if cpu.host_features() < BY_NAME["vaes_avx512"].features
+              else "masked off by VG_CPU_FEATURES: needs ")
+    assert why.startswith(expect), why
+    with pytest.raises(RuntimeError, match=re.escape(f"backend vaes_avx512 is not usable here: "
+                                                     f"{why}")):
         choose("vaes_avx512", mask="none")
 
 
@@ -206,8 +216,10 @@ def test_backend_fixture_skips_masked_backends():
     out = r.stdout
     assert r.returncode == 0, out[-3000:] + r.stderr[-2000:]
     assert f"1 passed, {len(BACKEND_NAMES) - 1} skipped" in out, out[-3000:]
+    # each reason as the table gives it on this CPU: "CPU lacks" or "masked off"
+    whys = availability("none")
     for name in BACKEND_NAMES[1:]:
-        assert f"backend {name} unavailable: masked off by VG_CPU_FEATURES: needs" in out, name
+        assert f"backend {name} unavailable: {whys[name]}" in out, (name, whys[name])
 
 
 def test_backend_fixture_probe(backend):

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import nbformat
@@ -18,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vgkernels import report
+from vgkernels import dispatch, machine, report
+from vgkernels.backends import BY_NAME
 from vgkernels.reporting import batch, common, copybelow
 from vgkernels.reporting import notebooks as nbs
 
@@ -142,15 +142,19 @@ def test_copy_below_document_is_what_the_api_reads(tmp_path):
                                  "bytes": size + 1, "ns": ns * rng.uniform(1.0, 1.002)})
     samples = pd.DataFrame(rows)
     res = copybelow.thresholds(samples, n_boot=50)
-    doc = copybelow.document(res, samples, {"host": "h"})
-    copybelow.check_document(doc)
-    assert doc["vaes_avx512"]["aligned"] == 1025 and doc["vaes_avx512"]["unaligned"] == 4096
+    doc = copybelow.document(res, samples, {"run_id": "r1"})
+    dispatch.validate(doc, "test")
+    assert doc["cpu"]["llvm_cpu"] == machine.cpu_key()["llvm_cpu"] and doc["run_id"] == "r1"
+    be = doc["backends"]["vaes_avx512"]
+    assert be["aligned"] == 1025 and be["unaligned"] == 4096
     path = copybelow.write(doc, tmp_path / "copy_below.json")
-    assert json.loads(path.read_text())["vaes_avx512"]["ci"]["aligned"]["n_boot"] == 50
-    api_path = resources.files("vgkernels").joinpath("data/copy_below.json")
-    assert Path(str(api_path)).resolve() == copybelow.package_data_path()
-    with pytest.raises(ValueError):
-        copybelow.check_document({"x": {"aligned": -1, "unaligned": None}})
+    assert json.loads(path.read_text())["backends"]["vaes_avx512"]["ci"]["aligned"][
+        "n_boot"] == 50
+    # what the API reads: installed for this CPU, it is the first table looked up
+    dispatch.install(doc, tmp_path / "user")
+    tables = [("user", str(tmp_path / "user" / dispatch.file_name(doc["cpu"])), doc)]
+    t = dispatch.lookup(BY_NAME["vaes_avx512"], tables=tables)
+    assert (t.aligned, t.unaligned, t.source) == (1025, 4096, "user")
     lines = copybelow.statements(res, samples)
     assert lines and "copy dispatch pays off" in lines[0] and "1025" in lines[0]
 

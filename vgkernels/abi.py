@@ -13,6 +13,9 @@ import ctypes
 CTX_ROUND_KEYS = 0  # 15 round keys of 16 bytes, in the byte order AESENC takes them
 CTX_NROUNDS = 240  # u32: 10, 12 or 14
 CTX_KEY_LEN = 244  # u32: 16, 24 or 32
+CTX_MAGIC = 248  # u32: CTX_MAGIC_VALUE once key_init has finished; anything else fails closed
+CTX_INFLIGHT = 252  # u32: calls in flight, kept by the Python binding (C callers ignore it)
+CTX_MAGIC_VALUE = 0x31474756  # "VGG1"
 CTX_POWERS = 256  # powers of H, highest first, ending with H^1, then zero padding
 CTX_NPOW = 72  # room for powers H^72 .. H^1 (2 x the widest group + the length block)
 CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole
@@ -24,6 +27,29 @@ def power_offset(k: int) -> int:
     """Byte offset of H^k (k = 1..CTX_NPOW) in the context; H^1 sits last before the padding."""
     return CTX_POWERS + 16 * (CTX_NPOW - k)
 
+
+# Return codes of every entry (0 is success).  The one list: the header, the API and the
+# binding read it from here.
+RC_OK = 0
+RC_BAD_TAG = -1  # open: the tag did not verify; the output was wiped
+RC_EMPTY_NONCE = -2
+RC_TEXT_TOO_LONG = -3  # more than 2^36 - 32 bytes
+RC_AAD_TOO_LONG = -4  # more than 2^61 - 1 bytes
+RC_TAG_LENGTH = -5  # open: tag length outside 4..16
+RC_ORDER = -6  # streaming: a call out of order
+RC_SHAPE = -7  # seal_two_slice: the shape does not qualify; fall back to seal_gather
+RC_CONTEXT = -8  # the key context was never set up, its key_init failed, or it was wiped
+RETURN_CODES: dict[int, str] = {
+    RC_OK: "ok",
+    RC_BAD_TAG: "wrong tag (output wiped)",
+    RC_EMPTY_NONCE: "empty nonce",
+    RC_TEXT_TOO_LONG: "text too long",
+    RC_AAD_TOO_LONG: "AAD too long",
+    RC_TAG_LENGTH: "tag length outside 4..16",
+    RC_ORDER: "streaming call out of order",
+    RC_SHAPE: "two-slice shape not taken (fall back to seal_gather)",
+    RC_CONTEXT: "key context not set up or wiped (nothing was read or written)",
+}
 
 # Streaming state (init / aad / update / finish), separate from the key context.
 STREAM_SIZE = 128
@@ -77,18 +103,18 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
     ),
     # Inner kernels, for cost models and for the split tail strategy.
     "ctr32": (
-        None,
+        INT,
         [P, P, P, P, Z],
         "(const void *ctx, uint8_t counter[16], const uint8_t *in, uint8_t *out, "
         "size_t nblocks)",
     ),
     "ghash": (
-        None,
+        INT,
         [P, P, P, Z],
         "(const void *ctx, uint8_t y[16], const uint8_t *blocks, size_t nblocks)",
     ),
     "encrypt_blocks": (
-        None,
+        INT,
         [P, P, P, P, P, Z],
         "(const void *ctx, uint8_t y[16], uint8_t counter[16], const uint8_t *in, "
         "uint8_t *out, size_t nbytes)",

@@ -8,6 +8,8 @@ from . import abi, jit
 from .backends import Backend, Variant, get
 from .kernels.build import generate
 
+_RC_NAMES = {n[3:]: getattr(abi, n) for n in dir(abi) if n.startswith("RC_")}
+
 
 def header(prefix: str, two_slice: bool) -> str:
     guard = f"{prefix.upper()}_H"
@@ -20,6 +22,9 @@ def header(prefix: str, two_slice: bool) -> str:
         "",
         "/* The key context: opaque, aligned to 64 bytes.  Layout (bytes): round keys at 0",
         f"   (15 x 16), rounds (u32) at {abi.CTX_NROUNDS}, key length (u32) at {abi.CTX_KEY_LEN},",
+        f"   magic (u32, {abi.CTX_MAGIC_VALUE:#x} once key_init succeeded) at {abi.CTX_MAGIC}:",
+        "   every entry returns RC_CONTEXT on a context without it (never set up, failed,",
+        "   wiped);",
         f"   powers of H (reflected, divided by x) from {abi.CTX_POWERS}: H^{abi.CTX_NPOW} first,",
         f"   H^1 last, then {abi.CTX_POWER_PAD} zero blocks. */",
         f"#define {prefix.upper()}_CTX_SIZE {abi.CTX_SIZE}",
@@ -28,9 +33,9 @@ def header(prefix: str, two_slice: bool) -> str:
         "#define VG_PIECE_DEFINED",
         "struct vg_piece { const uint8_t *ptr; size_t len; };",
         "#endif",
-        "/* Returns: 0 ok, -1 wrong tag (output wiped), -2 empty nonce, -3 text too long,",
-        "   -4 AAD too long, -5 tag length outside 4..16, -6 streaming call out of order,",
-        "   -7 two-slice shape not taken (fall back to seal_gather). */",
+        "/* Return codes of the int functions. */",
+        *[f"#define {prefix.upper()}_RC_{name} ({code}) /* {abi.RETURN_CODES[code]} */"
+          for name, code in sorted(_RC_NAMES.items(), key=lambda kv: -kv[1])],
     ]
     for op, (restype, _, proto) in abi.SIGNATURES.items():
         ret = "int" if restype is not None else "void"

@@ -1,26 +1,34 @@
 """`AesGcm`: an AEAD with the shape of `cryptography`'s AESGCM, on vgkernels' compiled kernels.
 
-Every argument is checked before a kernel runs, so bad input raises a precise exception and
-leaves the caller's buffers as they were; a wrong tag raises `InvalidTag` after the kernel has
-wiped the output, so no unverified plaintext escapes.
+Calls go through entry points generated as IR (`vgkernels.binding`): each argument's buffer is
+acquired once and held for the whole call, so a buffer another thread resizes cannot be
+measured in one state and used in another.  When an entry refuses its arguments it returns a
+code, and the checks below (`_Diagnose`) say precisely what is wrong, in the order a reader
+expects; nothing was read or written.  A wrong tag raises `InvalidTag` after the kernel has
+wiped the output, so no unverified plaintext escapes.  A key context that was never set up or
+was wiped fails closed: every kernel checks it before it touches a buffer.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
-import threading
+import hmac
+import os
+import time
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
-from . import abi
+from . import abi, dispatch
 from .backends import Backend, Variant, choose
+from .binding import CTX_HOLDER_SIZE, binding
+from .binding import entries as codes
 from .buffers import Buf, nbytes, overlaps, view
 from .kernels.build import Kernels, kernels
 from .kernels.common import MAX_AAD, MAX_PLAINTEXT
 
 TAG = 16
+
+__all__ = ["AesGcm", "Decryptor", "Encryptor", "InvalidTag", "check_lengths"]
 
 
 class InvalidTag(Exception):
@@ -36,44 +44,19 @@ def check_lengths(data_len: int, aad_len: int) -> None:
         raise OverflowError(f"associated_data is {aad_len} bytes; GCM allows at most 2^61-1")
 
 
-def _bind(k: Kernels, op: str, sig=None) -> Any:
-    restype, argtypes, _ = sig or abi.SIGNATURES[op]
-    return ctypes.CFUNCTYPE(restype, *argtypes)(k.address(op))
-
-
-_COPY_BELOW_LOCK = threading.Lock()
-_DERIVED: dict[str, dict] | None = None
-
-
-def derived_copy_below() -> dict[str, dict]:
-    """Thresholds the copy_below notebook derived (package data), empty if none were shipped."""
-    global _DERIVED
-    with _COPY_BELOW_LOCK:
-        if _DERIVED is None:
-            try:
-                text = resources.files("vgkernels").joinpath("data/copy_below.json").read_text()
-                _DERIVED = json.loads(text)
-            except (FileNotFoundError, ValueError, OSError):
-                _DERIVED = {}
-        return _DERIVED
+def _ctypes_fn(k: Kernels, op: str) -> Any:
+    """A kernel bound with PYFUNCTYPE: the GIL stays held, so `close` cannot run beside it.
+    Used for the calls made once per key or per stream (setup, AAD, finish)."""
+    restype, argtypes, _ = abi.SIGNATURES[op]
+    return ctypes.PYFUNCTYPE(restype, *argtypes)(k.address(op))
 
 
 class _Fns:
-    """ctypes bindings of one kernel set (made once per set)."""
+    """A kernel set's slow-path functions (made once per set)."""
 
     def __init__(self, k: Kernels):
-        for op in abi.SIGNATURES:
-            setattr(self, op, _bind(k, op))
-        self.two_slice = (_bind(k, "seal_two_slice", abi.TWO_SLICE_SIGNATURE)
-                          if k.backend.two_slice and _has(k, "seal_two_slice") else None)
-
-
-def _has(k: Kernels, op: str) -> bool:
-    try:
-        k.address(op)
-        return True
-    except KeyError:
-        return False
+        for op in ("key_init", "stream_init", "stream_aad", "stream_finish"):
+            setattr(self, op, _ctypes_fn(k, op))
 
 
 _FNS: dict[int, _Fns] = {}
@@ -91,37 +74,67 @@ class AesGcm:
 
     ``backend`` names a row of the backend table (default: the best the CPU has, after
     ``VG_CPU_FEATURES``); ``variant`` picks a build of it (tail strategy, group size).
+
+    Objects are safe to share between threads; calls on 4 KiB and more release the GIL.
+    `close` (or leaving a ``with`` block) wipes the keys, waiting for calls in flight; every
+    later call raises ValueError.  `copy.copy` makes an independent object; pickling is
+    refused (the object is key material).
     """
 
     def __init__(self, key: bytes | bytearray | memoryview, backend: str | None = None,
                  variant: Variant | None = None):
-        n = nbytes(key, "key")
-        if n not in (16, 24, 32):
-            raise ValueError(f"key must be 16, 24 or 32 bytes, got {n}")
+        kb = view(key, "key")
+        if kb.n not in (16, 24, 32):
+            raise ValueError(f"key must be 16, 24 or 32 bytes, got {kb.n}")
         self.backend: Backend = choose(backend)
         self._k = kernels(self.backend, variant)
-        self.variant = self._k.variant
+        self.variant: Variant = self._k.variant
         self._f = _fns(self._k)
-        self._raw = (ctypes.c_uint8 * (abi.CTX_SIZE + abi.CTX_ALIGN))()
-        self._ctx = (ctypes.addressof(self._raw) + abi.CTX_ALIGN - 1) & ~(abi.CTX_ALIGN - 1)
-        kb = view(key, "key")
-        if self._f.key_init(self._ctx, kb.addr, n) != 0:  # pragma: no cover - checked above
+        self._closed = False
+        self._holder: Any = (ctypes.c_uint8 * CTX_HOLDER_SIZE)()
+        self._ctx = (ctypes.addressof(self._holder) + abi.CTX_ALIGN - 1) & ~(abi.CTX_ALIGN - 1)
+        if self._f.key_init(self._ctx, kb.addr, kb.n) != 0:  # pragma: no cover - checked above
             raise ValueError("key setup failed")
+        self._bind()
+
+    def _bind(self) -> None:
+        fns = binding(self._k).bind(self._holder)
+        self._enc, self._dec = fns["encrypt"], fns["decrypt"]
+        self._enc_ip, self._dec_ip = fns["encrypt_in_place"], fns["decrypt_in_place"]
+        self._enc_into, self._dec_into = fns["encrypt_into"], fns["decrypt_into"]
+        self._enc_pieces = fns["encrypt_pieces"]
+        self._stream_enc, self._stream_dec = fns["stream_encrypt"], fns["stream_decrypt"]
+        self._closed = False
+        self._below = dispatch.copy_below(self.backend)
 
     @classmethod
     def generate_key(cls, bit_length: int) -> bytes:
+        """A fresh random key of 128, 192 or 256 bits (os.urandom)."""
         if bit_length not in (128, 192, 256):
             raise ValueError("bit_length must be 128, 192 or 256")
-        import os
-
         return os.urandom(bit_length // 8)
 
-    # -- lifetime ----------------------------------------------------------------------------
+    # -- the copy_below dispatch ---------------------------------------------------------------
+    @property
+    def copy_below(self) -> dispatch.Thresholds:
+        """The (aligned, unaligned) thresholds `encrypt` of pieces uses by default, with where
+        they came from (`vgkernels.dispatch`)."""
+        return self._below
+
+    # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Wipe the round keys and powers of H."""
-        if getattr(self, "_raw", None) is not None:
-            ctypes.memset(self._raw, 0, ctypes.sizeof(self._raw))
-            self._raw = None
+        """Wipe the round keys and powers of H.  Calls running beside it (with the GIL
+        released) finish first; calls after it raise ValueError."""
+        if getattr(self, "_holder", None) is None or self._closed:
+            return
+        self._closed = True
+        ctx = self._ctx
+        # Every kernel checks the magic word first: from here no new call reads the keys.
+        ctypes.c_uint32.from_address(ctx + abi.CTX_MAGIC).value = 0
+        inflight = ctypes.c_uint32.from_address(ctx + abi.CTX_INFLIGHT)
+        while inflight.value:  # calls that counted themselves in before the magic went
+            time.sleep(0)
+        ctypes.memset(self._holder, 0, ctypes.sizeof(self._holder))
 
     def __del__(self) -> None:
         self.close()
@@ -132,48 +145,32 @@ class AesGcm:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __copy__(self) -> AesGcm:
+        """An independent object with the same key: closing one leaves the other working."""
+        if self._closed:
+            raise ValueError("this AesGcm was closed")
+        new = object.__new__(type(self))
+        new.backend, new._k, new.variant, new._f = self.backend, self._k, self.variant, self._f
+        new._holder = (ctypes.c_uint8 * CTX_HOLDER_SIZE)()
+        new._ctx = (ctypes.addressof(new._holder) + abi.CTX_ALIGN - 1) & ~(abi.CTX_ALIGN - 1)
+        ctypes.memmove(new._ctx, self._ctx, abi.CTX_SIZE)
+        ctypes.c_uint32.from_address(new._ctx + abi.CTX_INFLIGHT).value = 0
+        new._bind()
+        return new
+
+    def __deepcopy__(self, memo: dict) -> AesGcm:
+        return self.__copy__()
+
+    def __reduce__(self) -> Any:
+        raise TypeError("AesGcm cannot be pickled: it holds key material (keep the key and "
+                        "make a new AesGcm instead)")
+
     @property
     def ctx(self) -> int:
-        if self._raw is None:
+        """Address of the key context (for the C ABI); raises once closed."""
+        if self._closed:
             raise ValueError("this AesGcm was closed")
         return self._ctx
-
-    # -- checks ------------------------------------------------------------------------------
-    @staticmethod
-    def _nonce(nonce: Any) -> Buf:
-        b = view(nonce, "nonce")
-        if b.n == 0:
-            raise ValueError("nonce must be at least 1 byte (12 bytes is GCM's fast path)")
-        return b
-
-    @staticmethod
-    def _aad(aad: Any) -> Buf:
-        if aad is None:
-            return view(b"", "associated_data")
-        check_lengths(0, nbytes(aad, "associated_data"))
-        return view(aad, "associated_data")
-
-    @staticmethod
-    def _tag(tag: Any) -> Buf:
-        b = view(tag, "tag")
-        if b.n != TAG:
-            raise ValueError(f"tag must be {TAG} bytes, got {b.n}")
-        return b
-
-    @staticmethod
-    def _no_overlap(out: Buf, name: str, others: Sequence[tuple[str, Buf]]) -> None:
-        for oname, o in others:
-            if overlaps(out, o):
-                raise ValueError(f"{name} overlaps {oname}; only exact in-place use is allowed")
-
-    def _rc(self, rc: int) -> None:
-        if rc == 0:
-            return
-        if rc in (-3, -4):
-            raise OverflowError("data exceeds GCM's 2^36-32 bytes" if rc == -3
-                                else "associated_data exceeds 2^61-1 bytes")
-        msg = {-2: "nonce must be at least 1 byte", -5: "tag length must be 4..16"}
-        raise ValueError(msg.get(rc, f"kernel returned {rc}"))
 
     # -- one-shot, the AESGCM shape ------------------------------------------------------------
     def encrypt(self, nonce: Any, data: Any, associated_data: Any,
@@ -181,154 +178,211 @@ class AesGcm:
         """ciphertext || tag.  ``data`` is a bytes-like object or a list of pieces.
 
         For pieces, ``copy_below=(aligned, unaligned)`` copies texts shorter than the threshold
-        into the output and seals there; None uses the backend's default, False never copies.
+        into the output and seals there; None uses `copy_below` (the thresholds measured for
+        this CPU), False never copies.
         """
-        if isinstance(data, (list, tuple)):
-            total = sum(nbytes(p, "data piece") for p in data)
-            check_lengths(total, 0)
-            out = bytearray(total + TAG)
-            tag = self._encrypt_pieces(memoryview(out)[:total], nonce, data, associated_data,
-                                       copy_below)
-            out[total:] = tag
-            return bytes(out)
-        n = nbytes(data, "data")
-        check_lengths(n, 0)
-        nb, ab, src = self._nonce(nonce), self._aad(associated_data), view(data, "data")
-        out = bytearray(n + TAG)
-        ob = view(out, "out", writable=True)
-        tag = ctypes.create_string_buffer(TAG)
-        self._rc(self._f.seal_out(self.ctx, nb.addr, nb.n, ab.addr, ab.n, src.addr, ob.addr, n,
-                                  tag))
-        out[n:] = tag.raw
-        return bytes(out)
+        if data.__class__ is list or data.__class__ is tuple:
+            return self._pieces(None, nonce, data, associated_data, copy_below)
+        r = self._enc(nonce, data, associated_data)
+        if r.__class__ is bytes:
+            return r
+        raise _Diagnose(self, r, "encrypt").one_shot(nonce, data, associated_data)
 
     def decrypt(self, nonce: Any, data: Any, associated_data: Any) -> bytes:
         """plaintext of ciphertext || tag; raises InvalidTag."""
-        n = nbytes(data, "data")
-        if n < TAG:
-            raise InvalidTag(f"data is {n} bytes, shorter than the {TAG}-byte tag")
-        check_lengths(n - TAG, 0)
-        nb, ab, src = self._nonce(nonce), self._aad(associated_data), view(data, "data")
-        out = bytearray(n - TAG)
-        ob = view(out, "out", writable=True)
-        rc = self._f.open_out(self.ctx, nb.addr, nb.n, ab.addr, ab.n, src.addr, ob.addr, n - TAG,
-                              src.addr + n - TAG, TAG)
-        if rc == -1:
-            raise InvalidTag("tag mismatch")
-        self._rc(rc)
-        return bytes(out)
+        r = self._dec(nonce, data, associated_data)
+        if r.__class__ is bytes:
+            return r
+        raise _Diagnose(self, r, "decrypt").one_shot(nonce, data, associated_data)
 
-    # -- in place and into a buffer ----------------------------------------------------------------
+    # -- in place and into a buffer ------------------------------------------------------------
     def encrypt_in_place(self, nonce: Any, buf: Any, associated_data: Any = None) -> bytes:
         """Encrypt ``buf`` where it is; returns the tag."""
-        n = nbytes(buf, "buf")
-        check_lengths(n, 0)
-        nb, ab = self._nonce(nonce), self._aad(associated_data)
-        b = view(buf, "buf", writable=True)
-        self._no_overlap(b, "buf", [("nonce", nb), ("associated_data", ab)])
-        tag = ctypes.create_string_buffer(TAG)
-        self._rc(self._f.seal(self.ctx, nb.addr, nb.n, ab.addr, ab.n, b.addr, n, tag))
-        return tag.raw
+        r = self._enc_ip(nonce, buf, associated_data)
+        if r.__class__ is bytes:
+            return r
+        raise _Diagnose(self, r, "encrypt_in_place").in_place(nonce, buf, associated_data)
 
     def decrypt_in_place(self, nonce: Any, buf: Any, associated_data: Any, tag: Any) -> None:
         """Decrypt ``buf`` where it is; on a wrong tag ``buf`` is zeroed and InvalidTag raised."""
-        n = nbytes(buf, "buf")
-        check_lengths(n, 0)
-        nb, ab, tb = self._nonce(nonce), self._aad(associated_data), self._tag(tag)
-        b = view(buf, "buf", writable=True)
-        self._no_overlap(b, "buf", [("nonce", nb), ("associated_data", ab), ("tag", tb)])
-        rc = self._f.open(self.ctx, nb.addr, nb.n, ab.addr, ab.n, b.addr, n, tb.addr, TAG)
-        if rc == -1:
-            raise InvalidTag("tag mismatch; the buffer was wiped")
-        self._rc(rc)
+        r = self._dec_ip(nonce, buf, associated_data, tag)
+        if r != 0:
+            raise _Diagnose(self, r, "decrypt_in_place").in_place(nonce, buf, associated_data,
+                                                                   tag)
 
     def encrypt_into(self, out: Any, nonce: Any, pieces: Any, associated_data: Any = None,
                      copy_below: tuple[int, int] | None | bool = None) -> bytes:
         """Encrypt the concatenation of ``pieces`` (or one buffer) into ``out``; returns the
         tag.  ``out`` must hold the total length; it may be larger."""
-        if not isinstance(pieces, (list, tuple)):
-            pieces = [pieces]
-        total = sum(nbytes(p, "data piece") for p in pieces)
-        check_lengths(total, 0)
-        on = nbytes(out, "out")
-        if on < total:
-            raise ValueError(f"out is {on} bytes, too small for {total} bytes of data")
-        return self._encrypt_pieces(out, nonce, pieces, associated_data, copy_below)
+        if out is None:  # the pieces entry reads None as "make the output"
+            view(out, "out", writable=True)
+        if pieces.__class__ is list or pieces.__class__ is tuple:
+            return self._pieces(out, nonce, pieces, associated_data, copy_below)
+        r = self._enc_into(out, nonce, pieces, associated_data)
+        if r.__class__ is bytes:
+            return r
+        raise _Diagnose(self, r, "encrypt_into").pieces(out, nonce, [pieces], associated_data)
 
     def decrypt_into(self, out: Any, nonce: Any, data: Any, associated_data: Any,
                      tag: Any) -> None:
+        """Decrypt ``data`` into ``out`` (at least as long; it may be ``data`` itself); on a
+        wrong tag ``out`` is zeroed and InvalidTag raised."""
+        r = self._dec_into(out, nonce, data, associated_data, tag)
+        if r != 0:
+            raise _Diagnose(self, r, "decrypt_into").decrypt_into(out, nonce, data,
+                                                                   associated_data, tag)
+
+    def _pieces(self, out: Any, nonce: Any, pieces: Sequence[Any], associated_data: Any,
+                copy_below: tuple[int, int] | None | bool) -> bytes:
+        if copy_below is None or copy_below is True:
+            a, u = self._below.aligned, self._below.unaligned
+        elif copy_below is False:
+            a = u = 0
+        else:
+            a, u = (int(x) for x in copy_below)
+        t = pieces if pieces.__class__ is tuple else tuple(pieces)
+        r = self._enc_pieces(out, nonce, t, associated_data, a, u)
+        if r.__class__ is bytes:
+            return r
+        raise _Diagnose(self, r, "encrypt").pieces(out, nonce, t, associated_data)
+
+    # -- streaming -----------------------------------------------------------------------------
+    def encryptor(self, nonce: Any, associated_data: Any = None) -> Encryptor:
+        """A streaming encryption: ``update``/``update_into`` in chunks, then ``finalize()``
+        returns the tag."""
+        return Encryptor(self, nonce, associated_data)
+
+    def decryptor(self, nonce: Any, associated_data: Any = None) -> Decryptor:
+        """A streaming decryption: ``update``/``update_into`` in chunks, then
+        ``finalize_with_tag(tag)``; the plaintext is unverified until that returns."""
+        return Decryptor(self, nonce, associated_data)
+
+
+_NO_TAG = object()
+
+
+class _Diagnose:
+    """Turns an entry's refusal into the precise exception.  The checks run in the order a
+    reader expects (lengths before contents, inputs before outputs) on the arguments as they
+    are now; if another thread changed them since, the code alone decides."""
+
+    def __init__(self, aead: AesGcm, code: int, op: str):
+        self.a, self.code, self.op = aead, code, op
+
+    def _kernel(self) -> Exception:
+        c = self.code
+        if c == abi.RC_CONTEXT:
+            return ValueError("this AesGcm was closed" if self.a._closed else
+                              "the key context is not set up (key_init did not finish)")
+        if c == abi.RC_BAD_TAG:
+            where = {"decrypt": "", "decrypt_in_place": "; the buffer was wiped",
+                     "decrypt_into": "; out was wiped", "stream": ""}[self.op]
+            return InvalidTag("tag mismatch" + where)
+        if c == abi.RC_EMPTY_NONCE:
+            return ValueError("nonce must be at least 1 byte (12 bytes is GCM's fast path)")
+        if c == abi.RC_TEXT_TOO_LONG:
+            return OverflowError(f"data exceeds GCM's 2^36-32 = {MAX_PLAINTEXT} bytes")
+        if c == abi.RC_AAD_TOO_LONG:
+            return OverflowError("associated_data exceeds 2^61-1 bytes")
+        if c == abi.RC_ORDER:
+            return ValueError("associated data must come before the data")
+        if c == codes.E_OVERLAP:
+            return ValueError("an output overlaps an input; only exact in-place use is allowed")
+        return ValueError(f"arguments refused ({abi.RETURN_CODES.get(c, c)})")
+
+    @staticmethod
+    def nonce(nonce: Any) -> Buf:
+        b = view(nonce, "nonce")
+        if b.n == 0:
+            raise ValueError("nonce must be at least 1 byte (12 bytes is GCM's fast path)")
+        return b
+
+    @staticmethod
+    def aad(aad: Any) -> Buf:
+        if aad is None:
+            return view(b"", "associated_data")
+        check_lengths(0, nbytes(aad, "associated_data"))
+        return view(aad, "associated_data")
+
+    @staticmethod
+    def tag(tag: Any) -> Buf:
+        b = view(tag, "tag")
+        if b.n != TAG:
+            raise ValueError(f"tag must be {TAG} bytes, got {b.n}")
+        return b
+
+    @staticmethod
+    def no_overlap(out: Buf, name: str, others: Sequence[tuple[str, Buf]]) -> None:
+        for oname, o in others:
+            if overlaps(out, o):
+                raise ValueError(f"{name} overlaps {oname}; only exact in-place use is allowed")
+
+    def one_shot(self, nonce: Any, data: Any, aad: Any) -> Exception:
+        if self.code == codes.E_SHORT or self.op == "decrypt":
+            n = nbytes(data, "data")
+            if n < TAG:
+                return InvalidTag(f"data is {n} bytes, shorter than the {TAG}-byte tag")
+            check_lengths(n - TAG, 0)
+        else:
+            check_lengths(nbytes(data, "data"), 0)
+        self.nonce(nonce), self.aad(aad), view(data, "data")
+        return self._kernel()
+
+    def in_place(self, nonce: Any, buf: Any, aad: Any, tag: Any = _NO_TAG) -> Exception:
+        check_lengths(nbytes(buf, "buf"), 0)
+        nb, ab = self.nonce(nonce), self.aad(aad)
+        others = [("nonce", nb), ("associated_data", ab)]
+        if tag is not _NO_TAG:
+            others.append(("tag", self.tag(tag)))
+        b = view(buf, "buf", writable=True)
+        self.no_overlap(b, "buf", others)
+        return self._kernel()
+
+    def pieces(self, out: Any, nonce: Any, pieces: Sequence[Any], aad: Any) -> Exception:
+        total = sum(nbytes(p, "data piece") for p in pieces)
+        check_lengths(total, 0)
+        if out is not None:
+            on = nbytes(out, "out")
+            if on < total:
+                raise ValueError(f"out is {on} bytes, too small for {total} bytes of data")
+        nb, ab = self.nonce(nonce), self.aad(aad)
+        bufs = [view(p, "data piece") for p in pieces]
+        if out is not None:
+            ob = view(out, "out", writable=True)
+            ob = Buf(ob.addr, total, ob.keep)
+            pos = ob.addr
+            for i, b in enumerate(bufs):
+                if b.addr != pos:  # a piece exactly where its output goes is in place
+                    self.no_overlap(ob, "out", [(f"piece {i}", b)])
+                pos += b.n
+            self.no_overlap(ob, "out", [("nonce", nb), ("associated_data", ab)])
+        return self._kernel()
+
+    def decrypt_into(self, out: Any, nonce: Any, data: Any, aad: Any, tag: Any) -> Exception:
         n = nbytes(data, "data")
         check_lengths(n, 0)
         if nbytes(out, "out") < n:
             raise ValueError(f"out is {nbytes(out, 'out')} bytes, too small for {n} bytes")
-        nb, ab, tb = self._nonce(nonce), self._aad(associated_data), self._tag(tag)
+        nb, ab, tb = self.nonce(nonce), self.aad(aad), self.tag(tag)
         src, ob = view(data, "data"), view(out, "out", writable=True)
         if ob.addr != src.addr:
-            self._no_overlap(ob, "out", [("data", src)])
-        self._no_overlap(ob, "out", [("nonce", nb), ("associated_data", ab), ("tag", tb)])
-        rc = self._f.open_out(self.ctx, nb.addr, nb.n, ab.addr, ab.n, src.addr, ob.addr, n,
-                              tb.addr, TAG)
-        if rc == -1:
-            raise InvalidTag("tag mismatch; out was wiped")
-        self._rc(rc)
+            self.no_overlap(Buf(ob.addr, n, ob.keep), "out", [("data", src)])
+        self.no_overlap(Buf(ob.addr, n, ob.keep), "out",
+                        [("nonce", nb), ("associated_data", ab), ("tag", tb)])
+        return self._kernel()
 
-    def _copy_threshold(self, copy_below: tuple[int, int] | None | bool) -> tuple[int, int]:
-        if copy_below is False:
-            return (0, 0)
-        if copy_below is None or copy_below is True:
-            d = derived_copy_below().get(self.backend.name)
-            if not d:
-                return self.backend.copy_below
-            # null: the gather never caught up within the sizes measured, so copy below the
-            # largest of them (past it nothing was measured, and the gather is the default)
-            top = max(d.get("measured", {}).get("sizes", [65536]) or [65536])
-            return tuple(top + 1 if d.get(k) is None else int(d[k])  # type: ignore[return-value]
-                         for k in ("aligned", "unaligned"))
-        a, u = copy_below
-        return int(a), int(u)
-
-    def _encrypt_pieces(self, out: Any, nonce: Any, pieces: Sequence[Any], associated_data: Any,
-                        copy_below: tuple[int, int] | None | bool) -> bytes:
-        ctx = self.ctx  # raises on a closed object before anything is copied into out
-        nb, ab = self._nonce(nonce), self._aad(associated_data)
-        bufs = [view(p, "data piece") for p in pieces]
-        total = sum(b.n for b in bufs)
-        ob = view(out, "out", writable=True)
-        ob = Buf(ob.addr, total, ob.keep)
-        pos = ob.addr
-        for i, b in enumerate(bufs):
-            if b.addr != pos:  # a piece exactly where its output goes is in place, not overlap
-                self._no_overlap(ob, "out", [(f"piece {i}", b)])
-            pos += b.n
-        self._no_overlap(ob, "out", [("nonce", nb), ("associated_data", ab)])
-        tag = ctypes.create_string_buffer(TAG)
-        f = self._f
-        if (f.two_slice is not None and len(bufs) == 2 and bufs[1].n <= 1
-                and bufs[0].n >= 256 and nb.n == 12 and ab.n <= 16):
-            rc = f.two_slice(ctx, nb.addr, nb.n, ab.addr, ab.n, bufs[0].addr, bufs[0].n,
-                             bufs[1].addr, bufs[1].n, ob.addr, tag)
-            if rc == 0:
-                return tag.raw
-        aligned_t, unaligned_t = self._copy_threshold(copy_below)
-        aligned = all(b.n % 16 == 0 for b in bufs[:-1])
-        if total < (aligned_t if aligned else unaligned_t):
-            pos = 0
-            for b in bufs:
-                ctypes.memmove(ob.addr + pos, b.addr, b.n)
-                pos += b.n
-            self._rc(f.seal(ctx, nb.addr, nb.n, ab.addr, ab.n, ob.addr, total, tag))
-            return tag.raw
-        arr = (abi.Piece * max(len(bufs), 1))(*[abi.Piece(b.addr, b.n) for b in bufs])
-        self._rc(f.seal_gather(ctx, nb.addr, nb.n, ab.addr, ab.n, arr, len(bufs), ob.addr,
-                               tag))
-        return tag.raw
-
-    # -- streaming ---------------------------------------------------------------------------------
-    def encryptor(self, nonce: Any, associated_data: Any = None) -> Encryptor:
-        return Encryptor(self, nonce, associated_data)
-
-    def decryptor(self, nonce: Any, associated_data: Any = None) -> Decryptor:
-        return Decryptor(self, nonce, associated_data)
+    def update(self, data: Any, out: Any, length: int) -> Exception:
+        n = nbytes(data, "data")
+        check_lengths(length + n, 0)
+        if out is not None:
+            if nbytes(out, "out") < n:
+                raise ValueError(f"out is too small for {n} bytes")
+            src, ob = view(data, "data"), view(out, "out", writable=True)
+            if ob.addr != src.addr:
+                self.no_overlap(Buf(ob.addr, n, ob.keep), "out", [("data", src)])
+        else:
+            view(data, "data")
+        return self._kernel()
 
 
 class _Stream:
@@ -336,61 +390,63 @@ class _Stream:
 
     def __init__(self, aead: AesGcm, nonce: Any, associated_data: Any):
         self._a = aead
-        self._raw = (ctypes.c_uint8 * (abi.STREAM_SIZE + 64))()
-        self._st = (ctypes.addressof(self._raw) + 63) & ~63
+        self._holder = (ctypes.c_uint8 * (abi.STREAM_SIZE + 64))()
+        self._st = (ctypes.addressof(self._holder) + 63) & ~63
         self._len = 0
+        self._aad_len = 0
         self._done = False
-        nb = aead._nonce(nonce)
-        aead._rc(aead._f.stream_init(aead.ctx, self._st, nb.addr, nb.n))
+        self._update_fn = aead._stream_enc if self._encrypt else aead._stream_dec
+        nb = _Diagnose.nonce(nonce)
+        self._rc(aead._f.stream_init(aead._ctx, self._st, nb.addr, nb.n))
         if associated_data is not None:
             self.authenticate_additional_data(associated_data)
 
+    def _rc(self, rc: int) -> None:
+        if rc != 0:
+            raise _Diagnose(self._a, rc, "stream")._kernel()
+
     def __del__(self) -> None:  # the state holds E(J0) and the open block: wipe it
-        raw = getattr(self, "_raw", None)
-        if raw is not None:
-            ctypes.memset(raw, 0, ctypes.sizeof(raw))
+        holder = getattr(self, "_holder", None)
+        if holder is not None:
+            ctypes.memset(holder, 0, ctypes.sizeof(holder))
 
     def authenticate_additional_data(self, data: Any) -> None:
         """More AAD; only before the first update."""
         if self._done:
             raise ValueError("this stream is finished")
-        self._aad_len = getattr(self, "_aad_len", 0) + nbytes(data, "associated_data")
-        check_lengths(0, self._aad_len)
         b = view(data, "associated_data")
-        rc = self._a._f.stream_aad(self._a.ctx, self._st, b.addr, b.n)
-        if rc == -6:
-            raise ValueError("associated data must come before the data")
-        self._a._rc(rc)
+        check_lengths(0, self._aad_len + b.n)
+        self._rc(self._a._f.stream_aad(self._a._ctx, self._st, b.addr, b.n))
+        self._aad_len += b.n
 
     def update(self, data: Any) -> bytes:
-        n = nbytes(data, "data")
-        check_lengths(self._len + n, 0)  # before allocating the output
-        out = bytearray(n)
-        self.update_into(data, out)
-        return bytes(out)
-
-    def update_into(self, data: Any, out: Any) -> int:
+        """The next chunk's output (as long as the chunk)."""
         if self._done:
             raise ValueError("this stream is finished")
-        n = nbytes(data, "data")
-        check_lengths(self._len + n, 0)
-        if nbytes(out, "out") < n:
-            raise ValueError(f"out is too small for {n} bytes")
-        src, ob = view(data, "data"), view(out, "out", writable=True)
-        if ob.addr != src.addr:
-            self._a._no_overlap(Buf(ob.addr, n, ob.keep), "out", [("data", src)])
-        op = self._a._f.stream_encrypt if self._encrypt else self._a._f.stream_decrypt
-        self._a._rc(op(self._a.ctx, self._st, src.addr, ob.addr, n))
-        self._len += n
-        return n
+        r = self._update_fn(self._holder, data, None)
+        if r.__class__ is bytes:
+            self._len += len(r)
+            return r
+        raise _Diagnose(self._a, r, "stream").update(data, None, self._len)
+
+    def update_into(self, data: Any, out: Any) -> int:
+        """The next chunk's output into ``out`` (at least as long, or ``data`` itself);
+        returns the number of bytes written."""
+        if self._done:
+            raise ValueError("this stream is finished")
+        r = self._update_fn(self._holder, data, out)
+        if r >= 0:
+            self._len += r
+            return r
+        raise _Diagnose(self._a, r, "stream").update(data, out, self._len)
 
     def _finish(self) -> bytes:
         if self._done:
             raise ValueError("this stream is finished")
         tag = ctypes.create_string_buffer(TAG)
-        self._a._rc(self._a._f.stream_finish(self._a.ctx, self._st, tag))
+        self._rc(self._a._f.stream_finish(self._a._ctx, self._st, tag))
         self._done = True
-        ctypes.memset(self._raw, 0, ctypes.sizeof(self._raw))
+        ctypes.memset(self._holder, 0, ctypes.sizeof(self._holder))
         return tag.raw
 
 
@@ -398,6 +454,7 @@ class Encryptor(_Stream):
     """Streaming encryption: update(...) as often as needed, then finalize() -> tag."""
 
     def finalize(self) -> bytes:
+        """The tag; the stream is finished."""
         return self._finish()
 
 
@@ -408,9 +465,8 @@ class Decryptor(_Stream):
     _encrypt = False
 
     def finalize_with_tag(self, tag: Any) -> None:
-        import hmac
-
-        tb = self._a._tag(tag)
+        """Check the tag (constant time); raises InvalidTag."""
+        tb = _Diagnose.tag(tag)
         want = self._finish()
         if not hmac.compare_digest(want, bytes(memoryview(tb.keep[1]))):
             raise InvalidTag("tag mismatch")

@@ -1,5 +1,11 @@
 """Turning Python buffers into (address, length) for the kernels, with the checks a caller
-deserves: contiguous, writable where written, and no overlap but exact in-place."""
+deserves: plain data, contiguous, writable where written, and no overlap but exact in-place.
+
+`view` takes ONE export of the object and keeps it (in `Buf.keep`) for as long as the Buf
+lives: its length and address come from that export, so a resize by another thread in between
+is impossible (it raises BufferError there).  The hot paths of `vgkernels.api` go through the
+generated entry points instead, which do the same in machine code; `view` serves the rare
+calls (key setup, streaming AAD) and the diagnosis of refused arguments."""
 
 from __future__ import annotations
 
@@ -29,12 +35,24 @@ def nbytes(obj: Any, name: str) -> int:
                         f"numpy array), not {type(obj).__name__}") from None
 
 
+_PLAIN = frozenset("@=<>!0123456789xcbB?hHiIlLqQnNefdgspZ")
+
+
+def plain_format(fmt: str | None) -> bool:
+    """A struct-module format of plain data: no objects ('O'), pointers ('P') or structures.
+    The generated entry points apply the same table (`vgkernels.binding.entries`)."""
+    return fmt is None or all(c in _PLAIN for c in fmt)
+
+
 def view(obj: Any, name: str, writable: bool = False) -> Buf:
     try:
         mv = memoryview(obj)
     except TypeError:
         raise TypeError(f"{name} must be a bytes-like object (bytes, bytearray, memoryview, "
                         f"numpy array), not {type(obj).__name__}") from None
+    if not plain_format(mv.format):
+        raise TypeError(f"{name} has items of format {mv.format!r}: only plain data (bytes, "
+                        "numbers) can be encrypted; objects and pointers are addresses")
     if not mv.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous")
     if writable and mv.readonly:

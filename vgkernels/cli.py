@@ -1,7 +1,7 @@
 """The `vgkernels` command.
 
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
-  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>/
+  vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
@@ -14,20 +14,42 @@ import sys
 
 
 def _info(args: argparse.Namespace) -> int:
-    from . import __version__, backends, cpu, selfcheck
+    """The machine, every backend (why an unusable one is), the copy_below thresholds each
+    uses (and from which table), then a self-check.  A bad VG_CPU_FEATURES or VG_BACKEND is
+    reported after the table, with a non-zero exit, never a traceback."""
+    import os
 
-    ci = cpu.info()
+    from . import __version__, backends, cpu, dispatch, machine, selfcheck
+
     print(f"vgkernels {__version__}")
-    print(f"CPU: {ci.model} (LLVM: {ci.llvm_cpu})")
-    print(f"features: {', '.join(ci.flags) or '-'}")
-    if cpu.ENV_VAR in __import__("os").environ:
-        print(f"{cpu.ENV_VAR}={__import__('os').environ[cpu.ENV_VAR]} -> usable: "
-              f"{', '.join(ci.usable) or 'none'}")
+    print(f"machine: {machine.caption()}")
+    print(f"features: {', '.join(sorted(cpu.host_features())) or '-'}")
+    problems = []
+    try:
+        avail = backends.availability()
+        if cpu.ENV_VAR in os.environ:
+            print(f"{cpu.ENV_VAR}={os.environ[cpu.ENV_VAR]} -> usable: "
+                  f"{', '.join(sorted(cpu.usable_features())) or 'none'}")
+    except cpu.UnknownFeature as exc:
+        problems.append(str(exc))
+        avail = backends.availability(",".join(cpu.FEATURES))  # the host alone
+        print(f"{cpu.ENV_VAR} ignored for the table below (it is invalid)")
     print("backends:")
-    for name, why in backends.availability().items():
+    for name, why in avail.items():
         print(f"  {name:18s} {'usable' if why is None else 'unusable: ' + why}")
-    best = backends.choose()
-    print(f"default backend: {best.name}")
+    print("copy_below (aligned, unaligned) for pieces, and the table it comes from:")
+    for row in dispatch.table_rows():
+        print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
+              f"[{row['source']}] {row['from']}")
+    if not problems:
+        try:
+            print(f"default backend: {backends.choose().name}")
+        except (ValueError, RuntimeError) as exc:
+            problems.append(f"VG_BACKEND={os.environ.get('VG_BACKEND')}: {exc}")
+    if problems:
+        for msg in problems:
+            print(f"error: {msg}", file=sys.stderr)
+        return 2
     if args.no_check:
         return 0
     print(f"self-check ({args.cases} random cases each, against the reference model and "

@@ -55,6 +55,9 @@ def host_features() -> frozenset[str]:
 def parse_mask(text: str) -> frozenset[str]:
     """Parse a VG_CPU_FEATURES value: a comma list of FEATURES names, or ``none``."""
     names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    if not names:
+        raise UnknownFeature(f"{ENV_VAR}={text!r} names no feature; known: "
+                             f"{', '.join(FEATURES)} (or 'none' for the portable backend only)")
     if names == ["none"]:
         return frozenset()
     unknown = sorted(set(names) - set(FEATURES))

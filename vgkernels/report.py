@@ -1,4 +1,4 @@
-"""``vgkernels report``: run the report notebooks into reports/<date>-<host>/.
+"""``vgkernels report``: run the report notebooks into reports/<date>-<host>-<llvm cpu>/.
 
     vgkernels report [--profile tiny|quick|full] [--out DIR] [--backends ...] [--only NB ...]
 

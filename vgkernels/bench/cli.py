@@ -33,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
         prog="vgkernels bench",
         description="Native timing of vgkernels and its peers (serialised TSC, calibrated "
                     "batches, interleaved cases) into tidy Parquet/CSV under DATA/<host>/.")
-    p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS), help="named sweep")
+    p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS),
+                   help="named sweep (or `api`: the Python API's call cost, see "
+                        "`vgkernels bench api -h`)")
     p.add_argument("--list", action="store_true", help="list the sweeps and exit")
     p.add_argument("--backends", help="comma list of backends (default: every usable one)")
     p.add_argument("--sizes", type=_csv_ints, help="comma list of sizes in bytes (16k = 16384)")
@@ -80,7 +82,29 @@ def _show(res) -> str:
     return show.to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 
+def _api(argv: list[str]) -> int:
+    """``vgkernels bench api``: the Python API's call cost against cryptography's AESGCM."""
+    from . import apicost
+
+    p = argparse.ArgumentParser(prog="vgkernels bench api", description=apicost.__doc__)
+    p.add_argument("--sizes", type=_csv_ints, default=list(apicost.SIZES),
+                   help="comma list of sizes in bytes (default 16,1024,16384)")
+    p.add_argument("--backend", help="backend (default: the best usable)")
+    p.add_argument("--k", type=int, default=15, help="interleaved samples per case")
+    p.add_argument("--out", help="also write the rows as CSV here")
+    args = p.parse_args(argv)
+    df = apicost.measure(args.sizes, args.backend, k=args.k)
+    if args.out:
+        df.to_csv(args.out, index=False)
+    print(f"backend {df['backend'].iloc[0]}; min of {args.k} interleaved samples, ns per call")
+    print(apicost.table(df).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["api"]:
+        return _api(argv[1:])
     args = parser().parse_args(argv)
     if args.list or not args.sweep:
         for name, d in SWEEPS.items():

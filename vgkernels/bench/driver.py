@@ -269,7 +269,7 @@ def host_llvm_features() -> str:
 
 @functools.cache
 def _init_llvm() -> None:
-    jit._init()
+    jit.init()
     llvm.initialize_native_asmparser()  # the TSC reads and the barrier are inline asm
 
 

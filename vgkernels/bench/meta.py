@@ -5,19 +5,14 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
-import re
-import socket
 from typing import Any
 
 import llvmlite
 import llvmlite.binding as llvm
 
-from .. import __version__, cpu
+from .. import __version__, cpu, machine
 
-
-def host_name() -> str:
-    """The host name, safe as a directory name."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() or "host")
+host_name = machine.host_name
 
 
 def cpu_flags_full() -> str:
@@ -39,16 +34,25 @@ def libcrypto_version(path: str | None = None) -> str | None:
     return f(0).decode()
 
 
+def clocks(k: int = 9) -> dict[str, float | None]:
+    """TSC and core clock now, in GHz: the driver's calibration and its dependent-add chain."""
+    from .driver import driver
+
+    d = driver(pin=False)
+    t = d.measure([], k=k)
+    core = t.core_hz(d.tsc_hz)
+    return {"tsc_ghz": d.tsc_hz / 1e9, "core_ghz": core / 1e9 if core else None}
+
+
 def host_meta(libcrypto: str | None = None) -> dict[str, Any]:
-    """Columns every row carries: host, CPU, versions."""
+    """Columns every row carries: the machine (vgkernels.machine), CPU flags, versions."""
     info = cpu.info()
     from .peers import cryptography_version
 
+    ident = machine.identity()
     return {
-        "host": host_name(),
-        "cpu_model": info.model,
+        **ident,
         "cpu_flags": ",".join(info.flags),
-        "llvm_cpu": info.llvm_cpu,
         "kernel_version": __version__,
         "llvmlite_version": llvmlite.__version__,
         "llvm_version": ".".join(map(str, llvm.llvm_version_info)),

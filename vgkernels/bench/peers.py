@@ -264,7 +264,7 @@ class OpenSSL(_EVPPeer):
         # may be loaded in the process, e.g. one bundled by a wheel).
         for name in _IR_EVP:
             llvm.add_symbol(name, ctypes.cast(self.fns[name], ctypes.c_void_p).value)
-        jit._init()
+        jit.init()
         self.library = jit.compile_ir("vg_bench_openssl", _seal_ir(), "")
         self.seal_address = self.library.address("vgb_ossl_seal")
         self._ctx: dict[bytes, int] = {}
@@ -345,7 +345,7 @@ class BundledOpenSSL(_EVPPeer):
                                   f"{addrs['OpenSSL_version']:#x} gave {version!r}")
         for name in _IR_EVP:
             llvm.add_symbol(O4_PREFIX + name, addrs[name])
-        jit._init()
+        jit.init()
         self.library = jit.compile_ir("vg_bench_openssl4",
                                       _seal_ir(O4_PREFIX, "vgb_o4_seal", "vg_bench_openssl4"), "")
         self.seal_address = self.library.address("vgb_o4_seal")

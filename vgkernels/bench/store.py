@@ -28,8 +28,10 @@ from .driver import summarise
 LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
               "n", "bytes", "blocks", "key_bytes", "aad_bytes"]
 RUN_COLS = ["run_id", "sweep", "run", "timestamp"]
-HOST_COLS = ["host", "cpu_model", "cpu_flags", "llvm_cpu", "kernel_version", "llvmlite_version",
-             "llvm_version", "openssl_version", "cryptography_openssl", "python_version"]
+HOST_COLS = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number",
+             "cpu_stepping", "hypervisor", "os_kernel", "cpu_flags", "llvm_cpu",
+             "kernel_version", "llvmlite_version", "llvm_version", "openssl_version",
+             "cryptography_openssl", "python_version"]
 STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
              "ticks_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
 PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effective",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
     entries.build_gather(module, params)
     entries.build_inner(module, params)
     stream.build_stream(module, params)
-    if backend.two_slice and hasattr(entries, "build_two_slice"):
+    if backend.two_slice:
         entries.build_two_slice(module, params)
     return prefix, str(module)
 
@@ -73,6 +74,9 @@ class Kernels:
         return self.library.asm()
 
 
+_building = threading.Lock()
+
+
 @functools.cache
 def _kernels(name: str, variant: Variant) -> Kernels:
     be = get(name)
@@ -86,4 +90,6 @@ def _kernels(name: str, variant: Variant) -> Kernels:
 def kernels(backend: str | Backend, variant: Variant | None = None) -> Kernels:
     """Compiled kernels of a backend and variant (cached in-process and on disk)."""
     be = backend if isinstance(backend, Backend) else get(backend)
-    return _kernels(be.name, (variant or Variant()).resolved(be))
+    v = (variant or Variant()).resolved(be)
+    with _building:  # threads asking for the same set at once compile it once
+        return _kernels(be.name, v)

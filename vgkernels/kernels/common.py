@@ -9,7 +9,7 @@ from llvmlite import ir
 from .. import abi
 from ..backends import Backend, Variant
 from ..ir import prims as prims_mod
-from ..ir.core import Emitter, i32, i64, ptr, vec
+from ..ir.core import Emitter, i32, i64, ptr
 from ..ir.ghash import Ghash
 
 NR = (10, 12, 14)
@@ -67,6 +67,21 @@ class Fn:
     def nrounds(self, ctx: ir.Value) -> ir.Value:
         return self.em.load_int(ctx, abi.CTX_NROUNDS, i32)
 
+    def fail_closed(self, ctx: ir.Value) -> None:
+        """Return RC_CONTEXT unless key_init finished on ``ctx``: the magic word and a round
+        count of 10, 12 or 14.  A context never set up, whose key_init failed, or wiped, gives
+        an error before anything is read from the caller's buffers or written to them."""
+        b = self.b
+        nr = self.nrounds(ctx)
+        good = b.and_(
+            b.icmp_unsigned("==", self.em.load_int(ctx, abi.CTX_MAGIC, i32),
+                            ir.Constant(i32, abi.CTX_MAGIC_VALUE)),
+            b.or_(b.or_(b.icmp_unsigned("==", nr, ir.Constant(i32, 10)),
+                        b.icmp_unsigned("==", nr, ir.Constant(i32, 12))),
+                  b.icmp_unsigned("==", nr, ir.Constant(i32, 14))))
+        with b.if_then(b.not_(good), likely=False):
+            b.ret(ir.Constant(i32, abi.RC_CONTEXT))
+
     def dispatch_nr(self, ctx: ir.Value, arm) -> None:
         """switch (ctx->nrounds) { case 10/12/14: arm(nr) }; arm emits code, no values."""
         b = self.b
@@ -88,10 +103,3 @@ class Fn:
             a.align = 16
             a.type = ptr  # llvmlite types allocas as typed pointers; LLVM 22 wants opaque ones
         return a
-
-    def vec1(self) -> ir.Type:
-        return vec(1)
-
-
-def ptr_t() -> ir.Type:
-    return ptr

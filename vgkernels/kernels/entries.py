@@ -1,14 +1,15 @@
 """The exported C ABI (see vgkernels.abi): seal, seal_out, seal_gather, open, open_out and the
 inner kernels, built on the bulk functions.
 
-Return codes: 0 ok, -1 wrong tag (output wiped), -2 empty nonce, -3 text too long,
--4 AAD too long, -5 tag length outside 4..16.
+Return codes: `vgkernels.abi.RETURN_CODES`.  Every entry fails closed (RC_CONTEXT) on a key
+context that key_init did not finish, before it touches the caller's buffers.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
 
+from .. import abi
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
@@ -76,6 +77,7 @@ class Entry:
         self.module = module
         self.f = Fn(module, params, f"{params.prefix}_{op}", i32, args, exported=True)
         self.em, self.b = self.f.em, self.f.b
+        self.f.fail_closed(self.f.args[0])  # every entry takes the key context first
 
     def call(self, name: str, args: list) -> ir.Value:
         return self.b.call(self.module.globals[name], args)
@@ -320,33 +322,36 @@ def build_inner(module: ir.Module, params: Params) -> None:
     p = params
     false = ir.Constant(i1, 0)
 
-    f = Fn(module, p, f"{p.prefix}_ctr32", void, [ptr, ptr, ptr, ptr, i64], exported=True)
+    f = Fn(module, p, f"{p.prefix}_ctr32", i32, [ptr, ptr, ptr, ptr, i64], exported=True)
     ctx, counter, inp, out, nblk = f.args
+    f.fail_closed(ctx)
     io = f.alloca_block(3)
     f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
     f.b.call(module.globals["vg.bulk.ctr"], [ctx, io, inp, out, f.b.shl(nblk, _c(4)), false])
     f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
-    f.b.ret_void()
+    _ret(f.b, abi.RC_OK)
 
-    f = Fn(module, p, f"{p.prefix}_ghash", void, [ptr, ptr, ptr, i64], exported=True)
+    f = Fn(module, p, f"{p.prefix}_ghash", i32, [ptr, ptr, ptr, i64], exported=True)
     ctx, y, blocks, nblk = f.args
+    f.fail_closed(ctx)
     io = f.alloca_block(3)
     f.em.store(f.em.bswap_lanes(f.em.load(y)), io, 0)
     f.b.call(module.globals["vg.bulk.hash"], [ctx, io, blocks, blocks, f.b.shl(nblk, _c(4)),
                                               false])
     f.em.store(f.em.bswap_lanes(f.em.load(io, 0)), y)
-    f.b.ret_void()
+    _ret(f.b, abi.RC_OK)
 
-    f = Fn(module, p, f"{p.prefix}_encrypt_blocks", void, [ptr, ptr, ptr, ptr, ptr, i64],
+    f = Fn(module, p, f"{p.prefix}_encrypt_blocks", i32, [ptr, ptr, ptr, ptr, ptr, i64],
            exported=True)
     ctx, y, counter, inp, out, nbytes = f.args
+    f.fail_closed(ctx)
     io = f.alloca_block(3)
     f.em.store(f.em.bswap_lanes(f.em.load(y)), io, 0)
     f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
     f.b.call(module.globals["vg.bulk.enc"], [ctx, io, inp, out, nbytes, false])
     f.em.store(f.em.bswap_lanes(f.em.load(io, 0)), y)
     f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
-    f.b.ret_void()
+    _ret(f.b, abi.RC_OK)
 
 
 __all__ = ["build_gather", "build_helpers", "build_inner", "build_open_out", "build_seal_out",

@@ -19,6 +19,10 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
     f = Fn(module, params, f"{params.prefix}_key_init", i32, [ptr, ptr, i64], exported=True)
     em, b = f.em, f.b
     ctx, key, key_len = f.args
+    # invalid until the very end: a failed or interrupted setup leaves a context that fails
+    # closed, whatever it held before
+    em.store_int(ir.Constant(i32, 0), ctx, abi.CTX_MAGIC)
+    em.store_int(ir.Constant(i32, 0), ctx, abi.CTX_NROUNDS)
     bad = b.append_basic_block("bad_len")
     join = b.append_basic_block("powers")
     sw = b.switch(key_len, bad)
@@ -55,5 +59,6 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
 
     em.loop("pow", [ir.Constant(i64, 2), k1],
             lambda v: b.icmp_unsigned("<=", v[0], ir.Constant(i64, abi.CTX_NPOW)), body)
+    em.store_int(ir.Constant(i32, abi.CTX_MAGIC_VALUE), ctx, abi.CTX_MAGIC)
     b.ret(ir.Constant(i32, 0))
     return f.fn

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .. import abi
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, ptr, zero
 from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
 
 Y, CTR, LEN, EJ0, KS, BLK = 0, 16, 32, 48, 64, 80
 AAD_LEN, TEXT_LEN, USED, PHASE = 96, 104, 112, 120
-E_ORDER = -6  # AAD after text, or use after finish
+E_ORDER = abi.RC_ORDER  # AAD after text, or use after finish
 
 
 def _c(x: int) -> ir.Constant:
@@ -31,6 +32,7 @@ class _S:
         self.module = module
         self.f = Fn(module, params, f"{params.prefix}_{op}", i32, args, exported=True)
         self.em, self.b = self.f.em, self.f.b
+        self.f.fail_closed(self.f.args[0])  # every streaming entry takes the key context first
 
     def get(self, st, off):
         return self.em.load_int(st, off, i64)

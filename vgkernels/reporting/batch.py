@@ -321,8 +321,8 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         f"<title>vgkernels report — {esc(meta.get('host', ''))}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>vgkernels report — {esc(meta.get('host', ''))}, {esc(meta.get('date', ''))}</h1>",
-        f"<p class='meta'>profile <b>{esc(meta['profile'])}</b> · CPU "
-        f"{esc(str(meta.get('cpu_model', '?')))} · backends "
+        f"<p class='meta machine'>machine: {esc(meta.get('machine', '?'))}</p>",
+        f"<p class='meta'>profile <b>{esc(meta['profile'])}</b> · backends "
         f"{esc(', '.join(meta.get('backends') or ['all usable']))} · "
         f"{meta.get('seconds', 0):.0f} s · vgkernels {esc(str(meta.get('version', '')))} · "
         f"python {esc(platform.python_version())}</p>",
@@ -369,7 +369,8 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         for name, f in figs:
             parts.append(f"<figure><a href='{esc(f['path'])}'><img src='{esc(f['path'])}' "
                          f"alt='{esc(f['title'])}'></a><figcaption>{esc(name)}: "
-                         f"{esc(f['title'])}</figcaption></figure>")
+                         f"{esc(f['title'])}<br><small>{esc(f.get('machine', ''))}</small>"
+                         "</figcaption></figure>")
         parts.append("</div>")
     # conclusions
     parts.append("<h2 id='conclusions'>Conclusions</h2>")
@@ -420,7 +421,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=PROFILES, default="quick",
                    help="tiny: seconds per notebook; quick (default): about 10 minutes in "
                         "all; full: the real analysis")
-    p.add_argument("--out", help="report directory (default reports/<date>-<host>/)")
+    p.add_argument("--out", help="report directory (default reports/<date>-<host>-<llvm cpu>/, "
+                                 "with -2, -3, ... when it exists)")
     p.add_argument("--backends", nargs="+", metavar="NAME",
                    help="backends to measure (default: every usable one; tiny: the best)")
     p.add_argument("--only", nargs="+", metavar="NB",
@@ -448,14 +450,15 @@ def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
-    from .. import __version__, cpu
-    from .common import choose_backends, host
+    from .. import __version__, machine
+    from ..bench.meta import clocks
+    from .common import choose_backends
 
-    info = cpu.info()
-    return {"host": host(), "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+    ident = {**machine.identity(), **clocks()}
+    return {**ident, "machine": machine.caption(ident),
+            "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
             "profile": profile, "backends": choose_backends(backends, profile),
-            "requested_backends": backends, "cpu_model": info.model,
-            "llvm_cpu": info.llvm_cpu, "version": __version__,
+            "requested_backends": backends, "version": __version__,
             "python": platform.python_version(), "argv": sys.argv}
 
 

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import re
-import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -118,7 +117,9 @@ def choose_backends(backends: str | Iterable[str] | None, profile: str | Profile
 
 
 def host() -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() or "host")
+    from .. import machine
+
+    return machine.host_name()
 
 
 def project_root(start: Path | None = None) -> Path | None:
@@ -132,9 +133,17 @@ def project_root(start: Path | None = None) -> Path | None:
 
 
 def default_out_dir(start: Path | None = None) -> Path:
-    """reports/<date>-<host>/ in the checkout (or the current directory)."""
+    """reports/<date>-<host>-<llvm cpu>/ in the checkout (or the current directory); a second
+    run gets -2, -3, ... rather than writing over the first."""
+    from .. import machine
+
     base = project_root(start) or Path.cwd()
-    return base / "reports" / f"{date.today().isoformat()}-{host()}"
+    stem = base / "reports" / f"{date.today().isoformat()}-{machine.slug()}"
+    path, n = stem, 1
+    while path.exists():
+        n += 1
+        path = stem.with_name(f"{stem.name}-{n}")
+    return path
 
 
 @dataclass(frozen=True)
@@ -300,11 +309,18 @@ class Notebook:
     def figure(self, fig: Any, name: str, *, headline: bool = False, title: str | None = None,
                dpi: int = 110) -> Path:
         """Save a matplotlib figure (or seaborn grid) as <out>/figures/<notebook>-<name>.png."""
+        from .. import machine
+
         path = self.paths.figures / f"{self.name}-{name}.png"
         fig = getattr(fig, "figure", fig)  # FacetGrid / Axes -> Figure
+        # the machine in the picture itself: a figure travels without its report
+        where = machine.caption()
+        mark = fig.text(0.0, -0.01, where, fontsize=7, color="0.35", ha="left", va="top",
+                        transform=fig.transFigure)
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        mark.remove()
         entry = {"name": name, "path": _rel(path, self.paths.out), "headline": headline,
-                 "title": title or name.replace("_", " ")}
+                 "title": title or name.replace("_", " "), "machine": where}
         self.figures = [f for f in self.figures if f["name"] != name] + [entry]
         self._save()
         return path

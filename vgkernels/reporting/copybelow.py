@@ -1,6 +1,6 @@
 """04_copy_below: the gather against copy + seal in place, from 16 B to 64 KiB, aligned and
 unaligned piece boundaries, per backend; the derived copy_below thresholds with confidence
-intervals, written as copy_below.json (the shape ``vgkernels.api.derived_copy_below`` reads)."""
+intervals, written as copy_below.json (a `vgkernels.dispatch` table for this CPU)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import dispatch, machine
 from .common import Profile, empty_figure, fmt_bytes, fmt_list, get_profile
 
 RTOL = 0.01  # gather "at least as fast" as copy+ip: within 1%
@@ -62,23 +63,23 @@ def threshold_table(results: Mapping[tuple[str, bool], Any]) -> pd.DataFrame:
 
 
 def document(results: Mapping[tuple[str, bool], Any], samples: pd.DataFrame,
-             meta: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """copy_below.json: ``{backend: {"aligned": int|null, "unaligned": int|null, "ci": {...},
-    "measured": {...}}}``; null means the gather never caught up in the measured range."""
+             meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """This machine's copy_below table (`vgkernels.dispatch` owns the format): per backend
+    ``{"aligned": int|null, "unaligned": int|null, "ci": {...}, "measured": {...}}``; null means
+    the gather never caught up in the measured range."""
     from ..analysis import thresholds_json
 
-    doc = thresholds_json(dict(results))
+    bes = thresholds_json(dict(results))
     meta = dict(meta or {})
-    for be, entry in doc.items():
+    date = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for be, entry in bes.items():
         s = samples[samples["backend"] == be]
         any_r = next(r for (b, _), r in results.items() if b == be)
         entry["measured"] = {
             "sizes": [int(s["bytes"].min()), int(s["bytes"].max())] if len(s) else None,
-            "rule": any_r.rule, "stat": any_r.stat, "rtol": any_r.rtol,
-            "host": meta.get("host"), "cpu_model": meta.get("cpu_model"),
-            "run_id": meta.get("run_id"),
-            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    return doc
+            "rule": any_r.rule, "stat": any_r.stat, "rtol": any_r.rtol}
+    return dispatch.document(bes, machine.cpu_key(), host=machine.host_name(), date=date,
+                             run_id=meta.get("run_id"))
 
 
 def write(doc: Mapping[str, Any], path: Path) -> Path:
@@ -86,23 +87,6 @@ def write(doc: Mapping[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return path
-
-
-def package_data_path() -> Path:
-    """vgkernels/data/copy_below.json, which ``vgkernels.api.derived_copy_below`` reads."""
-    import vgkernels
-
-    return Path(vgkernels.__file__).resolve().parent / "data" / "copy_below.json"
-
-
-def check_document(doc: Mapping[str, Any]) -> None:
-    """Raise ValueError unless ``doc`` has the shape the API reads."""
-    if not isinstance(doc, Mapping):
-        raise ValueError("copy_below.json must be an object")
-    for be, e in doc.items():
-        for k in ("aligned", "unaligned"):
-            if k not in e or not (e[k] is None or (isinstance(e[k], int) and e[k] >= 0)):
-                raise ValueError(f"{be}.{k} must be a non-negative int or null")
 
 
 def ratio_tables(samples: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,67 @@
+"""Every backend is generated, verified, compiled and exported on every host, whether or not the
+CPU can run it: a Zen 3 (no AVX-512) still checks vaes_avx512's kernels statically.  These tests
+run no kernel; the conformance tests (which do) skip a backend the CPU lacks, with the reason."""
+
+from __future__ import annotations
+
+import re
+
+import llvmlite.binding as llvm
+import pytest
+from helpers import BACKEND_NAMES, BY_NAME
+
+from vgkernels import abi, aot, jit
+from vgkernels.bench import elfsyms
+from vgkernels.kernels.build import generate
+
+# ISA fingerprints of each row's code: instructions it must use and must not use.
+MUST = {
+    "portable": [],
+    "aesni_pclmul": [r"\baesenc\b", r"\bpclmulqdq\b"],
+    "aesni_pclmul_avx": [r"\bvaesenc\b", r"\bvpclmulqdq\b"],
+    "vaes_avx2": [r"\bvaesenc\s+%ymm", r"\bvpclmulqdq\s+\$\w+, %ymm"],
+    "vaes_avx512": [r"\bvaesenc\s+%zmm", r"\bvpclmulqdq\s+\$\w+, %zmm"],
+}
+MUST_NOT = {
+    "portable": [r"aesenc", r"pclmul", r"%ymm", r"%zmm"],
+    "aesni_pclmul": [r"\bv\w+\s", r"%ymm", r"%zmm"],  # no VEX/EVEX-encoded instruction
+    "aesni_pclmul_avx": [r"%ymm", r"%zmm"],
+    "vaes_avx2": [r"%zmm", r"%k[1-7]"],
+    "vaes_avx512": [],
+}
+
+
+@pytest.fixture(scope="module", params=BACKEND_NAMES)
+def built(request, tmp_path_factory):
+    be = BY_NAME[request.param]
+    prefix, text = generate(be)
+    obj, _hdr = aot.export(be, tmp_path_factory.mktemp(be.name))
+    return be, prefix, text, obj
+
+
+def test_ir_verifies(built):
+    _be, _prefix, text, _obj = built
+    jit.init()
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+
+
+def test_object_exports_every_c_abi_entry(built):
+    be, prefix, _text, obj = built
+    want = [f"{prefix}_{op}" for op in abi.SIGNATURES]
+    if be.two_slice:
+        want.append(f"{prefix}_seal_two_slice")
+    found = elfsyms.symbols(obj, want)
+    assert sorted(set(want) - set(found)) == []
+
+
+def test_code_uses_its_rows_instruction_set(built):
+    be, _prefix, text, _obj = built
+    asm = jit.emit_assembly(text, be.llvm_features, be.llvm_cpu)
+    body = "\n".join(line for line in asm.splitlines()
+                     if line.startswith("\t") and not line.lstrip().startswith("."))
+    for pat in MUST[be.name]:
+        assert re.search(pat, body), f"{be.name}: no match for {pat!r}"
+    for pat in MUST_NOT[be.name]:
+        m = re.search(pat, body)
+        assert m is None, f"{be.name}: {pat!r} matched {body[m.start() - 40:m.end() + 40]!r}"
