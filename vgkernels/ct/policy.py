@@ -4,7 +4,8 @@ Secret (labels): ``key`` (the key and the round keys), ``H`` (H and its powers),
 (plaintext / ciphertext bytes, the keystream they meet), ``ghash`` (the GHASH state),
 ``keystream`` (E_K(J0), keystream buffered by the streaming API), ``tag`` (the tag under check
 or the one computed).  Public: lengths, pointers, the nonce, the AAD, the number of pieces, the
-round count and key length fields of the context.
+context's header words (round count, key length, the fail-closed magic word and the binding's
+in-flight count: every entry checks the magic word and branches on it).
 
 ``J0`` is the label of the counter: it is public for 96-bit nonces and H-derived otherwise
 (J0 = GHASH_H(IV)).  A value loaded from an io block's counter slot carries ``J0`` in place of
@@ -24,7 +25,12 @@ COUNTER_SLOT = 1  # io block {Y, ctr, len} and stream state: the counter at byte
 
 # Region kinds -> labels of each slot at entry (None: every slot).
 _CTX = {s: frozenset({"key"}) for s in range(abi.CTX_NROUNDS // SLOT)}
-_CTX[abi.CTX_NROUNDS // SLOT] = frozenset()  # round count, key length: public
+# round count, key length, magic word, in-flight count: one public slot (the fail-closed
+# check branches on the magic word; the binding counts calls in flight)
+_HEADER = (abi.CTX_NROUNDS, abi.CTX_KEY_LEN, abi.CTX_MAGIC, abi.CTX_INFLIGHT)
+assert {off // SLOT for off in _HEADER} == {abi.CTX_NROUNDS // SLOT}, "header spans slots"
+assert abi.CTX_POWERS // SLOT == abi.CTX_NROUNDS // SLOT + 1, "H powers follow the header"
+_CTX[abi.CTX_NROUNDS // SLOT] = frozenset()
 # stream state (kernels/stream.py): Y | ctr | len | E(J0) | keystream | open block | counters
 _STATE = {0: frozenset({"ghash"}), 1: frozenset({"J0"}), 2: frozenset(),
           3: frozenset({"keystream"}), 4: frozenset({"keystream"}), 5: frozenset({"text"}),
