@@ -3,6 +3,7 @@
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
   vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
+  vgkernels ct-timing [...]        dudect-style timing test of the kernels and the controls
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
 """
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         from .report import main as report_main
 
         return report_main(argv[1:])
+    if argv and argv[0] == "ct-timing":
+        from .ct.cli import main as ct_timing_main
+
+        return ct_timing_main(argv[1:])
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd")
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("--ir", action="store_true", help="optimised LLVM IR instead")
     sub.add_parser("bench", help="measurement sweeps (vgkernels bench -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
+    sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)
