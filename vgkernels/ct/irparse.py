@@ -91,6 +91,26 @@ def _operands(body: str) -> list[str]:
     return [t for t in _TOKEN.findall(body) if not t.startswith("label")]
 
 
+def _call_args(rest: str) -> list[str]:
+    """One operand per argument of a call (``rest``: the text after its opening parenthesis),
+    "" for a constant: the callee's parameters are matched by position, so a constant argument
+    must keep its place (dropping it shifted every later argument onto the wrong parameter)."""
+    depth, end = 0, len(rest)
+    for k, ch in enumerate(rest):
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            if depth == 0:
+                end = k
+                break
+            depth -= 1
+    out = []
+    for arg in _split_params(rest[:end]):
+        toks = [t for t in _TOKEN.findall(arg) if not t.startswith("label")]
+        out.append(toks[-1] if toks else "")
+    return out
+
+
 def parse_module(text: str) -> dict[str, Function]:
     """Every defined function of an IR module, in order."""
     funcs: dict[str, Function] = {}
@@ -153,7 +173,7 @@ def _instr(text: str, block: str) -> Instr:
     if op == "call":
         cm = _CALLEE.search(body)
         callee = cm.group(1).strip('"') if cm else None
-        ops = _operands(body[cm.end():]) if cm else ops
+        ops = _call_args(body[cm.end():]) if cm else ops
     elif op == "phi":
         ops = re.findall(r"\[\s*(" + _NAME + r")\s*,", body)
     return Instr(result, op, ops, text, block, callee, pred)
