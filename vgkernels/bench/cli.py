@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
                    help="page offset of the stack at each call (default 2560; -1: as it is)")
     p.add_argument("--key-len", type=int, default=16, choices=(16, 24, 32))
     p.add_argument("--aad-len", type=int, default=13)
+    p.add_argument("--nonce-len", type=int, default=12,
+                   help="nonce bytes (default 12; others hash the nonce into J0)")
     p.add_argument("--data", default="data", help="results root (default data/)")
     p.add_argument("--out", help="write into this directory instead of DATA/<host>/")
     p.add_argument("--no-samples", action="store_true", help="do not write per-sample rows")
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         ab=tuple(args.ab) if args.ab else None,
         variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,
         cpu=args.cpu, stack_offset=args.stack_offset, key_len=args.key_len, aad_len=args.aad_len,
+        nonce_len=args.nonce_len,
         progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
         samples=not args.no_samples, libcrypto=args.libcrypto, isolate=not args.in_process,
         fresh=not args.same_workers,

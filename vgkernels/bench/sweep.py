@@ -156,7 +156,7 @@ def parse_variant(text: str | Variant | None) -> Variant:
 
 
 def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: int = 16,
-         aad_len: int = 13) -> list[list[CaseSpec]]:
+         aad_len: int = 13, nonce_len: int = 12) -> list[list[CaseSpec]]:
     """The chunks (lists of case specs) of a named sweep for one backend."""
     d = SWEEPS[sweep]
     chunks = []
@@ -167,7 +167,8 @@ def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: i
             for op, shape in d.ops(m, peers):
                 if op in ("ctr32", "ghash", "encrypt_blocks") and m % 16:
                     continue
-                specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len))
+                specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len,
+                                      nonce_len=nonce_len))
         chunks.append(specs)
     return chunks
 
@@ -216,6 +217,7 @@ def run(
     stack_offset: int | None = None,
     key_len: int = 16,
     aad_len: int = 13,
+    nonce_len: int = 12,
     refine: bool = True,
     progress: bool = True,
     on_chunk: Callable[[int, list[dict[str, Any]]], None] | None = None,
@@ -287,7 +289,8 @@ def run(
         **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": {
             "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "passes": passes,
             "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
-            "peers": peers, "key_len": key_len, "aad_len": aad_len, "isolate": isolate,
+            "peers": peers, "key_len": key_len, "aad_len": aad_len, "nonce_len": nonce_len,
+            "isolate": isolate,
             "fresh": fresh,
             "stack_offset": stack_offset}, "processes": {}}
     acc = store.Accumulator(common, samples)
@@ -335,7 +338,8 @@ def run(
 
     def execute(size_plan: dict[str, list[int]], phase: int) -> None:
         # pass-major order: every case's samples are spread over the whole sweep
-        plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len)
+        plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len,
+                             nonce_len)
                  for be in chosen if size_plan.get(be.name)}
         order = [(p, r, be, i) for p in range(passes) for r in range(len(variants))
                  for be in chosen if be.name in plans for i in range(len(plans[be.name]))]
