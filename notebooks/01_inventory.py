@@ -45,7 +45,7 @@ backend_df = nb.table(inv.backend_table(), "backends")
 backend_df
 
 # %% [markdown]
-# ## Kernel sets built, and their size
+# ## Kernel sets built, and their size (IR lines, instructions, machine-code bytes)
 
 # %%
 sets = [kernels(b, v) for b in usable_here for v in inv.variants(b, nb.profile)]
@@ -53,6 +53,9 @@ per_set, per_fn = inv.kernel_sizes(sets)
 nb.table(per_set, "kernel_sets")
 nb.table(per_fn, "kernel_functions")
 per_set
+
+# %% [markdown]
+# ## Machine-code bytes of each exported function, per backend and variant
 
 # %%
 exported = per_fn[per_fn["exported"]]
@@ -79,17 +82,12 @@ times = nb.table(inv.compile_table(usable_here, nb.profile), "compile_times")
 times
 
 # %%
-if len(times):
-    long = times.melt(id_vars=["backend", "tail"], value_vars=["generate_s", "cold_compile_s",
-                                                              "warm_load_s"],
-                      var_name="step", value_name="seconds")
-    ax = sns.barplot(data=long, x="seconds", y="backend", hue="step")
-    ax.set_title("IR generation, cold compile and warm load per kernel set")
-    nb.figure(ax, "compile_times", title="compile times")
-    plt.show()
+fig = inv.plot_compile_times(times)
+nb.figure(fig, "compile_times", title="compile times (cold, s) and warm loads (ms)")
+plt.show()
 
 # %% [markdown]
-# ## Self-check
+# ## Self-check against the reference model and cryptography
 
 # %%
 check = nb.table(inv.selfcheck_table(nb.backends, nb.profile.selfcheck_cases), "selfcheck")
@@ -100,4 +98,5 @@ nb.headline({"cpu_model": info.model, "llvm_cpu": info.llvm_cpu,
              "usable": [b for b, why in availability().items() if why is None],
              "selfcheck_ok": bool(check["ok"].dropna().astype(bool).all()) if len(check)
              else None})
-nb.conclude(inv.conclusions(info, backend_df, per_set, per_fn, times, check))
+nb.conclude(inv.conclusions(info, backend_df, per_set, per_fn, times, check),
+            recommendation=inv.recommendation(backend_df, check))

@@ -1,8 +1,8 @@
 # %% [markdown]
 # # 02 Block counts: the stitched loop's tail, split against full
 #
-# Every block count 1..72 (16..1152 bytes; the PR thread's 384, 640, 1024 and 1088 among
-# them) per backend, with `tail=split` (the stitched loop covers whole groups; the rest goes
+# Every block count 1..72 (16..1152 bytes; the background thread's 384, 640, 1024 and 1088
+# among them) per backend, with `tail=split` (the stitched loop covers whole groups; the rest goes
 # through separate ctr32 + ghash calls) against `tail=full` (the stitched loop takes the
 # leftover blocks too), measured as alternating runs A, B, A, B. In place (`seal`) and out of
 # place from two pieces (`gather` of n + 1 bytes: the TLS record shape), against OpenSSL
@@ -35,10 +35,11 @@ display(Markdown(f"{len(df)} rows; driver overhead {res.overhead_ns:.1f} ns per 
                  "(not subtracted)."))
 
 # %% [markdown]
-# ## The PR thread's table
+# ## Seal time at 384, 640, 1024 and 1088 B: tail=split runs → tail=full runs (ns)
 #
-# "split runs → full runs" per cell (best of k of each run, in run order); OpenSSL's cells are
-# the range of its runs.
+# Each cell is "split runs → full runs" (best of k of each run, in run order), in place and
+# from two pieces (n + 1 bytes); OpenSSL's cells are the range of its runs; the last column is
+# the in-place change from the best split run to the best full run.
 
 # %%
 for be in nb.backends:
@@ -52,7 +53,7 @@ for be in nb.backends:
     nb.table(blocks.thread_table(df, be, sizes=None), f"all_sizes-{be}")
 
 # %% [markdown]
-# ## Steps at group boundaries and the per-block slope
+# ## Seal time against block count: steps at group boundaries and the per-block slope
 
 # %%
 g = blocks.plot_steps(df)
@@ -70,4 +71,4 @@ slope_df
 
 # %%
 nb.headline(blocks.headline(df))
-nb.conclude(blocks.conclusions(df, slope_df))
+nb.conclude(blocks.conclusions(df, slope_df), recommendation=blocks.recommendation(df))

@@ -2,14 +2,14 @@
 # # 03 Tail sizes: leftover blocks, partial bytes, cost models
 #
 # Per backend, block counts `stitch_min + k * group + t` for every leftover `t` of
-# `0..group-1` after whole groups of the stitched loop (for `vaes_avx512` that is the
-# remainder of 1..15 blocks after the 16-block loop), and partial final blocks of 1..15
-# bytes, for `tail=split` and `tail=full` in alternating runs. Two cost models are fitted to
-# the best-of-k times per backend, variant and operation:
+# `0..group-1` after whole groups of the stitched loop (each backend's group and stitch_min
+# are printed below, from its backend row), and partial final blocks of 1..15 bytes, for
+# `tail=split` and `tail=full` in alternating runs. Two cost models are fitted to the
+# best-of-k times per backend, variant and operation:
 #
 # * linear: `fixed + per_block * blocks + per_partial * (bytes % 16 != 0)`;
-# * grouped: `fixed + per_group_iter * (blocks // group) + per_leftover_block * (blocks % group)
-#   + per_partial * ...`, i.e. piecewise linear with a break at every group boundary;
+# * grouped: piecewise linear with a break at every group boundary,
+#   `fixed + per_group_iter * (blocks // group) + per_leftover_block * (blocks % group) + per_partial * (bytes % 16 != 0)`;
 #
 # and every size is compared with the linear model (`excess`): where the leftover costs
 # more than the model says.
@@ -42,7 +42,8 @@ for be in nb.backends:
         continue
     group, stitch_min = tails.geometry(be)
     sizes = tails.plan(be, nb.profile)
-    display(Markdown(f"`{be}`: group {group}, stitch_min {stitch_min}; {len(sizes)} sizes "
+    display(Markdown(f"`{be}`: group {group}, stitch_min {stitch_min}: leftovers of "
+                     f"1..{group - 1} blocks after the {group}-block loop; {len(sizes)} sizes "
                      f"from {min(sizes)} to {max(sizes)} bytes"))
     res = nb.sweep("blocks", backends=[be], sizes=sizes, ab=("tail=split", "tail=full"),
                    runs=nb.profile.runs, peers=False, label=f"tails {be}")
@@ -50,7 +51,7 @@ for be in nb.backends:
 df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 # %% [markdown]
-# ## Cost models and their fit
+# ## Cost models per backend, tail and operation: coefficients (ns) and fit quality
 
 # %%
 lin, grp = tails.fit_models(df) if len(df) else ({}, {})
@@ -58,7 +59,7 @@ models = nb.table(tails.model_table(lin, grp), "models")
 models
 
 # %% [markdown]
-# ## The leftover after whole groups, and partial bytes
+# ## What t leftover blocks add after whole groups (ns), and partial final blocks
 
 # %%
 rem = nb.table(tails.remainder_cost(df) if len(df) else pd.DataFrame(), "remainder")
@@ -75,7 +76,7 @@ nb.figure(g, "partial", title="partial final block")
 plt.show()
 
 # %% [markdown]
-# ## Where the tail costs more than the model says
+# ## Sizes measured above the linear model by more than rtol (flagged)
 
 # %%
 ex = tails.excess_table(df, lin, rtol=rtol) if lin else pd.DataFrame()
@@ -89,4 +90,5 @@ plt.show()
 
 # %%
 nb.headline({"models": len(lin), "flagged": int(ex["flagged"].sum()) if len(ex) else 0})
-nb.conclude(tails.conclusions(models, rem, ex, rtol=rtol))
+nb.conclude(tails.conclusions(models, rem, ex, rtol=rtol),
+            recommendation=tails.recommendation(rem, ex, rtol=rtol))

@@ -43,7 +43,7 @@ display(Markdown(f"{len(res.df)} cases, {len(samples)} samples; sizes added wher
                                        or "none")))
 
 # %% [markdown]
-# ## Thresholds
+# ## Thresholds: copy below these sizes, with bootstrap confidence intervals
 
 # %%
 results = cb.thresholds(samples, n_boot=nb.profile.n_boot, rtol=rtol)
@@ -55,16 +55,22 @@ path = nb.file(cb.write(doc, nb.paths.out / "copy_below.json"))
 if install:
     installed = dispatch.install(doc)
     display(Markdown(f"Installed the thresholds for this CPU into `{installed}`."))
-display(Markdown(f"Wrote `{path}`"))
-doc
+display(Markdown(f"Wrote `{path.name}` (this CPU's table, the format `vgkernels.dispatch` reads): "
+                 + "; ".join(f"`{be}` ({e['aligned']}, {e['unaligned']})"
+                             for be, e in doc["backends"].items())))
 
 # %%
 g = cb.plot_ratio(results)
-nb.figure(g, "ratio", headline=True, title="gather / copy+ip against size")
+nb.figure(g, "ratio", headline=True, title="gather / copy+ip against size (lines: ratio; "
+          "dotted: threshold; band: its CI; dashed: 1 + rtol)")
 plt.show()
+display(Markdown(cb.RATIO_CAPTION))
 
 # %% [markdown]
-# ## The PR thread's table: n, copy+ip, gather, ratio (best of k, ns)
+# ## gather / copy+ip per size, every backend (best of k; below 1: the gather is faster)
+#
+# The sizes of the profile's grid; the per-backend tables with the times in ns and the sizes
+# added around crossings are in `tables/04_copy_below-thread_table-<backend>.csv`.
 
 # %%
 table = cb.ratio_tables(samples)
@@ -72,11 +78,14 @@ for be in nb.backends:
     t = table[table["backend"] == be].drop(columns="backend") if len(table) else table
     if len(t):
         nb.table(t, f"thread_table-{be}")
-        display(Markdown(f"**{be}**"), t.set_index("n"))
+cb.compact_table(samples, cb.sizes(nb.profile) or sorted(set(res.meta["params"]["sizes"])))
+
+# %% [markdown]
+# ## Range of gather / copy+ip per backend and alignment, and where the gather loses most
 
 # %%
 nb.table(cb.summary_stats(results), "summary")
 
 # %%
 nb.headline(cb.headline(results))
-nb.conclude(cb.statements(results, samples))
+nb.conclude(cb.statements(results, samples), recommendation=cb.recommendation(results))

@@ -37,7 +37,7 @@ else:
     df = pd.DataFrame()
 
 # %% [markdown]
-# ## The PR thread's table: n, two-slice first, copy first, ratio (best of k, ns)
+# ## Two-slice first against copy first per n: times (ns, best of k) and their ratio
 
 # %%
 tab = twoslice.table(df)
@@ -53,4 +53,5 @@ plt.show()
 
 # %%
 nb.headline(twoslice.headline(tab))
-nb.conclude(twoslice.conclusions(tab, chosen, eligible))
+nb.conclude(twoslice.conclusions(tab, chosen, eligible),
+            recommendation=twoslice.recommendation(tab, eligible))

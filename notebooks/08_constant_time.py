@@ -79,4 +79,5 @@ nb.headline({"static_errors": int(static["errors"][static["name"] != "controls"]
              "known_j0": int(static["known"].sum()),
              "max_abs_t_kernels": float(kern["abs_t"].max()) if len(kern) else None,
              "samples": n_samples})
-nb.conclude(rct.conclusions(static, tt, nb.profile))
+nb.conclude(rct.conclusions(static, tt, nb.profile),
+            recommendation=rct.recommendation(static, tt, nb.profile))

@@ -49,7 +49,7 @@ def test_second_process_compiles_nothing(tmp_path):
                             text=True, check=True).stdout.split()
     assert first[0] == "False" and float(first[1]) > 0
     assert second == ["True", "0.0"]
-    assert any(p.suffix == ".o" for p in tmp_path.iterdir())
+    assert any(p.suffix == ".vgko" for p in tmp_path.iterdir())
 
 
 def test_cache_key_separates_targets():

@@ -162,16 +162,22 @@ def test_interrupted_sweep_keeps_rows(tmp_path):
     assert any("interrupted" in s for s in res.skipped)
 
 
-def test_passes_spread_samples():
-    """k samples per case, taken in passes over the whole sweep (pass-major order)."""
+@pytest.mark.parametrize("spread", [True, False])
+def test_passes_spread_samples(spread):
+    """k samples per case, taken in passes over the whole sweep (pass-major order); spread,
+    every chunk is visited once per round (round-major), else once per pass."""
     order: list[tuple[int, int]] = []
     res = run("sizes", backends=[BEST], sizes=[16, 256], peers=False, save=False,
               on_chunk=lambda done, rows: order.append((rows[0]["n"], len(order))),
-              **{**FAST, "k": 7, "passes": 3})
+              **{**FAST, "k": 7, "passes": 3, "spread": spread})
     assert (res.df["k"] == 7).all() and (res.df["passes"] == 3).all()
     per_pass = res.samples.groupby(["op", "n", "pass"]).size()
     assert sorted(set(per_pass)) == [2, 3] and set(res.samples["pass"]) == {0, 1, 2}
-    assert [n for n, _ in order] == [16, 256] * 3  # every size once per pass
+    assert [n for n, _ in order] == [16, 256] * (7 if spread else 3)
+    assert (res.df["median_lo_ns"] <= res.df["median_ns"]).all()
+    assert (res.df["median_ns"] <= res.df["median_hi_ns"]).all()
+    assert (res.df["gbps"] - res.df["bytes"] / res.df["min_ns"]).abs().max() < 1e-9
+    assert res.df["cycles_per_byte"].gt(0).all()
 
 
 def test_ab_alternating_runs():

@@ -5,7 +5,9 @@ each one executed through papermill with the tiny profile, checking what it leav
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -82,7 +84,7 @@ def _execute(name: str, tmp: Path, kernel: str, **extra) -> tuple[Path, dict]:
     out = tmp / "report"
     params = {"profile": "tiny", "out_dir": str(out), "data_dir": str(out / "data"),
               "backends": None, **extra}
-    run = batch.execute(NB_DIR / f"{name}.ipynb", out, params, kernel, html_out=False)
+    run = batch.execute(NB_DIR / f"{name}.ipynb", out, params, kernel, html_out=True)
     assert run.status == "ok", f"{name} failed: {run.error}"
     return out, common.read_notes(out)[name]
 
@@ -112,6 +114,44 @@ def test_notebook_runs_tiny(name, tmp_path, kernel_name):
         for f in s["files"]:
             assert (out / f).exists(), f
     CHECKS[name](out, notes)
+    _check_page(out, name, nb, notes)
+
+
+SCI = re.compile(r"\b\d\.\d+e[+-]\d+\b")  # 3.084062e+01
+
+
+def _check_page(out: Path, name: str, nb: nbformat.NotebookNode, notes: dict) -> None:
+    """The HTML page: readable offline, numbers for people, recommendation first, links that
+    resolve, and (with Chromium) a screenshot that is not blank."""
+    from vgkernels.reporting import pages
+
+    page = out / f"{name}.html"
+    text = page.read_text(encoding="utf-8")
+    assert not pages.remote_refs(text), pages.remote_refs(text)  # no CDN: renders offline
+    assert not pages.dead_links(page), pages.dead_links(page)
+    tables = "\n".join(_outputs(nb, "text/html"))
+    assert not SCI.findall(tables), SCI.findall(tables)[:5]
+    if "<table" in tables:
+        assert "vg-scroll" in tables  # wide tables scroll instead of being clipped
+    assert notes["conclusions"][0].startswith("**Recommendation:**"), notes["conclusions"][0]
+    assert "smoke test, not for conclusions" in text.lower()  # the tiny profile says so
+    assert "PR thread" not in text
+    if pages.chromium() is None:
+        return  # the screenshot needs Chromium; test_report says so when it is missing
+    shot = pages.screenshot(page, out / f"{name}.png", height=1600)
+    size, colours, not_white = _png_stats(shot)
+    assert size == (1280, 1600)
+    assert colours > 50 and not_white > 0.03, f"{name}: blank page ({not_white:.1%})"
+
+
+def _png_stats(path: Path) -> tuple[tuple[int, int], int, float]:
+    import numpy as np
+    from PIL import Image
+
+    im = Image.open(path).convert("RGB")
+    colours = im.getcolors(maxcolors=1 << 20) or []
+    px = np.asarray(im, dtype=np.int16)
+    return im.size, len(colours), float(np.mean(np.any(px < 235, axis=2)))
 
 
 def _check_inventory(out: Path, notes: dict) -> None:
@@ -133,13 +173,16 @@ def _check_blocks(out: Path, notes: dict) -> None:
 
     be = notes["backends"][0]
     t = pd.read_csv(out / "tables" / f"02_block_counts-thread_table-{be}.csv")
+    aws = (["aws-lc", "aws-lc copy+seal (+1)", "aws-lc scatter (+1)"]
+           if importlib.util.find_spec("_awscrt") else [])  # the thread's peer, when installed
     assert list(t.columns) == ["bytes", "in place", "OpenSSL", "out of place (+1)",
-                               "OpenSSL (+1)", "in place change"]
+                               "OpenSSL (+1)", *aws, "in place change"]
     assert {384, 640} <= set(t["bytes"])
     cell = t.loc[t["bytes"] == 384, "in place"].iloc[0]
     assert "→" in cell and cell.count(",") == 2  # "a, b → c, d": two runs of each variant
     h = notes["headline"]["backends"][be]
     assert h["split_384"] > 0 and h["full_384"] > 0
+    assert "`tail=" in notes["conclusions"][0] or "either tail" in notes["conclusions"][0]
 
 
 def _check_tails(out: Path, notes: dict) -> None:
@@ -151,6 +194,13 @@ def _check_tails(out: Path, notes: dict) -> None:
     assert set(m["tail"]) == {"split", "full"}
     ex = pd.read_csv(out / "tables" / "03_tail_sizes-excess.csv")
     assert {"measured", "predicted", "excess", "flagged"} <= set(ex.columns)
+    from vgkernels.reporting import tails
+
+    nb = nbformat.read(out / "03_tail_sizes.ipynb", as_version=4)
+    md = "\n".join(_outputs(nb, "text/markdown"))
+    for be in notes["backends"]:  # the leftover range is the backend's own group
+        group, _ = tails.geometry(be)
+        assert f"1..{group - 1} blocks after the {group}-block loop" in md
 
 
 def _check_copy_below(out: Path, notes: dict) -> None:
@@ -170,7 +220,7 @@ def _check_two_slice(out: Path, notes: dict) -> None:
     import pandas as pd
 
     if not notes["backends"]:
-        assert "nothing to compare" in notes["conclusions"][0]
+        assert "nothing to compare" in notes["conclusions"][1]
         return
     be = notes["backends"][0]
     t = pd.read_csv(out / "tables" / f"05_two_slice-thread_table-{be}.csv")
@@ -184,6 +234,20 @@ def _check_peers(out: Path, notes: dict) -> None:
     h = notes["headline"]["backends"][be]
     assert h["gbps_16k"] > 0 and h["ns_16"] > 0 and h["ns_1k"] > 0
     assert 0 < h["roofline_share"] < 2
+    # the API's call cost against cryptography, measured in the same process
+    assert h["api_ns_16"] > 0 and h["api_crypto_ratio_16"] > 0
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "06_peers_roofline-api_cost.csv")
+    assert {"encrypt", "decrypt", "encrypt two pieces", "stream update"} <= set(t["op"])
+
+
+def _check_hosts(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    t = pd.read_csv(out / "tables" / "09_across_hosts-seal_by_machine.csv")
+    assert {"backend", "bytes"} <= set(t.columns) and len(t.columns) >= 3
+    assert any("machine" in c for c in notes["conclusions"])
 
 
 def _check_constant_time(out: Path, notes: dict) -> None:
@@ -210,4 +274,5 @@ def _check_constant_time(out: Path, notes: dict) -> None:
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
           "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
-          "08_constant_time": _check_constant_time}
+          "08_constant_time": _check_constant_time,
+          "09_across_hosts": _check_hosts}

@@ -108,8 +108,11 @@ def test_kernel_spec_runs_this_interpreter():
 def test_headline_table_from_notes():
     notes = {
         "06_peers_roofline": {"headline": {"backends": {"vaes_avx512": {
-            "gbps_16k": 14.2, "ns_16": 30.4, "ns_1k": 99.4, "openssl_ratio_16k": 3.11,
-            "openssl_ratio_1k": 4.15}}}},
+            "gbps_16k": 14.2, "ns_16": 30.4, "ns_1k": 99.4,
+            "best_peer_16k": "AWS-LC 5.12.0", "best_peer_ratio_16k": 1.21,
+            "best_peer_1k": "OpenSSL 4.0.3 (cryptography's)", "best_peer_ratio_1k": 1.83,
+            "peers_16k": {"OpenSSL 3.0.19 (system, no VAES code)": 3.11,
+                          "AWS-LC 5.12.0": 1.21}}}}},
         "04_copy_below": {"headline": {"backends": {
             "vaes_avx512": {"aligned": 0, "unaligned": 1456},
             "aesni_pclmul": {"aligned": None, "unaligned": 2048}}}},
@@ -120,7 +123,10 @@ def test_headline_table_from_notes():
     assert list(t["backend"]) == ["aesni_pclmul", "vaes_avx512"]  # backend-table order
     row = t.set_index("backend").loc["vaes_avx512"]
     assert row["GB/s @16 KiB"] == "14.20"
-    assert row["vs OpenSSL @16 KiB"] == "3.11×"
+    assert row["vs best peer @16 KiB"] == "1.21× (AWS-LC 5.12.0)"
+    assert row["vs best peer @1 KiB"] == "1.83× (OpenSSL 4.0.3 (cryptography's))"
+    assert row["vs OpenSSL 3.0.19 (system, no VAES code) @16 KiB"] == "3.11×"
+    assert row["vs AWS-LC 5.12.0 @16 KiB"] == "1.21×"
     assert row["copy_below (aligned, unaligned)"] == "0 (never copy), 1456 B"
     assert row["split→full @384 B"] == "-24.0% (250 → 190 ns)"
     other = t.set_index("backend").loc["aesni_pclmul"]
@@ -189,6 +195,58 @@ def test_failing_notebook_is_reported_not_hidden(tmp_path, capsys):
     assert "FAILED: 02_broken" in capsys.readouterr().err
 
 
+def test_index_links_only_files_a_committed_report_has(tmp_path):
+    """Executed notebooks and raw data stay out of git: the index names them without linking
+    them, and links nothing that is absent (a figure or table that was not written)."""
+    out = tmp_path / "rep"
+    (out / "notes").mkdir(parents=True)
+    (out / "figures").mkdir()
+    (out / "figures" / "02_block_counts-steps.png").write_bytes(b"png")
+    (out / "02_block_counts.html").write_text("<html></html>")
+    (out / "notes" / "02_block_counts.json").write_text(json.dumps({
+        "profile": "quick", "conclusions": ["**Recommendation:** x"],
+        "figures": [{"name": "steps", "path": "figures/02_block_counts-steps.png",
+                     "headline": True, "title": "steps"},
+                    {"name": "gone", "path": "figures/02_block_counts-gone.png",
+                     "headline": True, "title": "gone"}],
+        "tables": ["tables/02_block_counts-missing.csv"],
+        "sweeps": [{"label": "blocks", "files": ["data/vm/blocks.parquet"]}]}))
+    runs = [batch.NotebookRun("02_block_counts", "ok", ipynb="02_block_counts.ipynb",
+                              html="02_block_counts.html"),
+            batch.NotebookRun("03_tail_sizes", "ok", ipynb="03_tail_sizes.ipynb",
+                              html="03_tail_sizes.html")]
+    from vgkernels.reporting import pages
+
+    page = batch.write_index(out, runs, {"profile": "quick", "host": "h", "date": "d"})
+    assert not pages.dead_links(page), pages.dead_links(page)
+    text = page.read_text()
+    assert "02_block_counts.html" in pages.local_links(text)
+    assert "<code>02_block_counts.ipynb</code>" in text
+    assert "<code>data/vm/blocks.parquet</code>" in text
+    assert "smoke test" not in text.lower()  # quick profile
+    idx = out / "index.json"
+    idx.write_text(json.dumps({"profile": "tiny", "host": "h", "date": "d",
+                               "notebooks": [vars(r) for r in runs]}))
+    (out / "02_block_counts.html").write_text(
+        '<html><head><script src="https://cdnjs.cloudflare.com/x/require.min.js"></script>'
+        "</head><body>page</body></html>")
+    text = batch.reindex(out).read_text()  # rewrites the index, pages made offline
+    assert "smoke test, not for conclusions" in text.lower()
+    assert not pages.remote_refs((out / "02_block_counts.html").read_text())
+    assert not pages.dead_links(out / "index.html")
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "reports").glob("*/*.html")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_report_pages_work_offline(page):
+    """What is committed under reports/: no link to a file that is not there (executed
+    notebooks and raw data stay out of git), nothing fetched from the network."""
+    from vgkernels.reporting import pages
+
+    assert not pages.dead_links(page), pages.dead_links(page)
+    assert not pages.remote_refs(page.read_text(encoding="utf-8"))
+
+
 def test_unknown_notebook_is_an_error(capsys):
     assert batch.main(["--only", "99_nothing", "--no-progress"]) == 2
     assert "no notebook matches" in capsys.readouterr().err
@@ -219,40 +277,45 @@ def test_batch_tiny_writes_index_and_renders(tmp_path):
     assert re.search(rf"^{best}\s", proc.stdout, re.M), proc.stdout  # headline printed
     html = (out / "index.html").read_text()
     assert "<h2 id='headline'>Headline</h2>" in html and "class=\"dataframe headline\"" in html
-    for col in ("GB/s @16 KiB", "ns @16 B", "ns @1 KiB", "vs OpenSSL @16 KiB",
+    for col in ("GB/s @16 KiB", "ns @16 B", "ns @1 KiB", "vs best peer @16 KiB",
                 "copy_below (aligned, unaligned)", "split→full @384 B"):
         assert col in html, col
     assert f"<td>{best}</td>" in html
-    links = set(re.findall(r"(?:href|src)='([^']+)'", html)) | set(
-        re.findall(r'(?:href|src)="([^"]+)"', html))
+    from vgkernels.reporting import pages
+
+    links = set(pages.local_links(html))
     for name in ("02_block_counts", "04_copy_below", "06_peers_roofline"):
-        assert f"{name}.html" in links and f"{name}.ipynb" in links
-    for link in links:
-        assert (out / link).exists(), link
+        assert f"{name}.html" in links
+        assert f"{name}.ipynb" not in links and f"<code>{name}.ipynb</code>" in html  # local
+    assert not any(link.startswith("data/") for link in links)  # raw data: never committed
     assert any(link.startswith("figures/") and link.endswith(".png") for link in links)
     assert "copy_below.json" in links and "01_inventory" in html  # not run: listed anyway
+    assert "smoke test, not for conclusions" in html.lower()
+    # every page of the report: offline, its local links resolve
+    htmls = sorted(out.glob("*.html"))
+    assert [p.name for p in htmls] == ["02_block_counts.html", "04_copy_below.html",
+                                       "06_peers_roofline.html", "index.html"]
+    for page in htmls:
+        assert not pages.dead_links(page), (page.name, pages.dead_links(page))
+        assert not pages.remote_refs(page.read_text()), page.name
     idx = json.loads((out / "index.json").read_text())
     assert idx["headline"][0]["backend"] == best
     assert idx["headline"][0]["GB/s @16 KiB"] > 0
     assert {r["name"]: r["status"] for r in idx["notebooks"]}["02_block_counts"] == "ok"
 
     if CHROMIUM is None:
-        pytest.skip("index.html checks passed; Chromium is not installed (Debian package "
-                    "`chromium`), so the page was not rendered to a screenshot")
-    shot = tmp_path / "index.png"
-    subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}",
-         f"--screenshot={shot}", "--window-size=1280,900", (out / "index.html").as_uri()],
-        capture_output=True, timeout=120, check=False)
-    assert shot.exists() and shot.stat().st_size > 20_000, "no (or an empty) screenshot"
-    size, colours, not_white = _png_stats(shot)
-    assert size == (1280, 900)
-    assert colours > 50, f"screenshot has only {colours} colours"
-    assert not_white > 0.03, f"screenshot is almost blank ({not_white:.1%} non-white)"
+        pytest.skip("the report's pages and links checked; Chromium is not installed (Debian "
+                    "package `chromium`), so no page was rendered to a screenshot")
+    for page in htmls:  # every page, not only the index
+        shot = pages.screenshot(page, tmp_path / f"{page.stem}.png", height=900,
+                                browser=CHROMIUM)
+        assert shot.stat().st_size > 20_000, f"{page.name}: an empty screenshot"
+        size, colours, not_white = _png_stats(shot)
+        assert size == (1280, 900)
+        assert colours > 50, f"{page.name}: screenshot has only {colours} colours"
+        assert not_white > 0.03, f"{page.name}: almost blank ({not_white:.1%} non-white)"
     if os.environ.get("VG_REPORT_SCREENSHOT"):
-        shutil.copy(shot, os.environ["VG_REPORT_SCREENSHOT"])
+        shutil.copy(tmp_path / "index.png", os.environ["VG_REPORT_SCREENSHOT"])
 
 
 @pytest.mark.skipif(os.environ.get("VG_TEST_FRESH_VENV") != "1",

@@ -6,12 +6,74 @@
   vgkernels ct-timing [...]        dudect-style timing test of the kernels and the controls
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
+  vgkernels notebooks DIR          copy the report notebooks out (to open in JupyterLab)
+  vgkernels compare A B            two report or data folders: ratios, spreads, what changed
+  vgkernels tune                   measure this CPU's copy_below thresholds and install them
+
+A user error (an unknown name, a bad VG_CPU_FEATURES, a backend this CPU lacks) is one line
+on stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+
+VARIANT_HELP = ("kernel variant as KEY=VALUE,...: tail=full|split, group=N (the backend's "
+                "groups), stitch_min=N (group..2*group), skew=0..9, karatsuba=0|1; default: "
+                "the backend's defaults")
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: reported as one line, exit status 2."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that mean "the user asked for something wrong", not a bug."""
+    from .cpu import UnknownFeature
+
+    return (UsageError, UnknownFeature)
+
+
+def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkernels") -> int:
+    """The one error boundary of every command: user errors and Ctrl-C become one line on
+    stderr and a non-zero status; anything else is a bug and keeps its traceback."""
+    try:
+        return entry(argv)
+    except _user_errors() as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `vgkernels asm ... | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return 0
+
+
+def _backend(name: str, usable: bool = False):
+    """A backend row by name; with ``usable``, a UsageError when this CPU (or the
+    VG_CPU_FEATURES mask) lacks it."""
+    from . import backends
+
+    if name not in backends.BY_NAME:
+        raise UsageError(f"unknown backend {name!r}; known: {', '.join(backends.BY_NAME)}")
+    why = backends.availability().get(name) if usable else None
+    if why is not None:
+        raise UsageError(f"backend {name} is not usable here: {why}")
+    return backends.get(name)
+
+
+def _variant(be, text: str | None):
+    """A resolved Variant from ``--variant`` text (UsageError when it does not fit the
+    backend)."""
+    from .bench.sweep import parse_variant
+
+    try:
+        return parse_variant(text).resolved(be)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"--variant {text!r}: {e}") from None
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -64,25 +126,121 @@ def _info(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """Two report or data folders side by side: per case the ratio B/A, both spreads, and
+    whether the change exceeds the noise."""
+    import pandas as pd
+
+    from .analysis import compare as cmp
+    from .bench.store import DataSchemaError, load_folder
+
+    runs = []
+    for path in (args.a, args.b):
+        try:
+            runs.append(load_folder(path))
+        except (DataSchemaError, FileNotFoundError) as exc:
+            print(f"vgkernels compare: {exc}", file=sys.stderr)
+            return 2
+    (a, a_s), (b, b_s) = runs
+    table = cmp.compare(a, b, a_s, b_s, alpha=args.alpha, min_change=args.min_change)
+    if table.empty:
+        print("vgkernels compare: the two runs measured no case in common", file=sys.stderr)
+        return 1
+    hosts = [", ".join(sorted(set(map(str, x.get("host", pd.Series(["?"])).dropna()))))
+             for x in (a, b)]
+    print(f"A: {args.a} ({hosts[0]})\nB: {args.b} ({hosts[1]})")
+    cols = [c for c in ("impl", "backend", "op", "shape", "bytes", "median_ns_a", "median_ns_b",
+                        "ratio", "spread_a", "spread_b", "p", "change") if c in table.columns]
+    show = table if args.all else table[table["significant"]]
+    show = show.sort_values("ratio")
+    if show.empty:
+        print("no change exceeds the noise")
+    else:
+        print(show[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    s = cmp.summary(table)
+    print(f"\n{s['cases']} cases in common: geometric mean B/A {s['geomean_ratio']:.3f} "
+          f"(best {s['best_ratio']:.3f}, worst {s['worst_ratio']:.3f}); {s['faster']} faster, "
+          f"{s['slower']} slower, {s['same']} within the noise (alpha {args.alpha}, at least "
+          f"{args.min_change:.0%} apart)")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _tune(argv: list[str]) -> int:
+    """``vgkernels tune``: derive this CPU's copy_below thresholds (notebook 04, full profile by
+    default) and install them in the user's data directory, where AesGcm looks first."""
+    from .report import main as report_main
+
+    p = argparse.ArgumentParser(prog="vgkernels tune", description=_tune.__doc__)
+    p.add_argument("--profile", choices=("tiny", "quick", "full"), default="full",
+                   help="measurement depth (default full: about 10 minutes a backend)")
+    p.add_argument("--backends", nargs="+", metavar="NAME", help="default: every usable one")
+    p.add_argument("--out", help="report folder for the evidence (default reports/...)")
+    args = p.parse_args(argv)
+    rest = ["--profile", args.profile, "--only", "04", "-p", "install=true"]
+    if args.backends:
+        rest += ["--backends", *args.backends]
+    if args.out:
+        rest += ["--out", args.out]
+    rc = report_main(rest)
+    if rc == 0:
+        from . import dispatch
+
+        dispatch.reload()
+        for row in dispatch.table_rows():
+            print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
+                  f"[{row['source']}]")
+    return rc
+
+
 def _export(args: argparse.Namespace) -> int:
     from . import aot
+    from .listing import cpu_name
 
-    obj, hdr = aot.export(args.backend, args.dir)
+    be = _backend(args.backend)
+    obj, hdr = aot.export(be, args.dir, _variant(be, args.variant), cpu_name(be, args.cpu))
     print(obj)
     print(hdr)
     return 0
 
 
 def _asm(args: argparse.Namespace) -> int:
-    from .kernels.build import kernels
+    from . import listing
 
-    k = kernels(args.backend)
-    sys.stdout.write(k.library.optimised_ir() if args.ir else k.asm())
+    be = _backend(args.backend)
+    prefix, text = listing.text(be, _variant(be, args.variant), args.cpu, ir=args.ir)
+    if args.function:
+        try:
+            text = listing.pick(listing.functions(text, ir=args.ir), prefix, args.function)
+        except KeyError as e:
+            raise UsageError(e.args[0]) from None
+    sys.stdout.write(text)
+    return 0
+
+
+def _notebooks(args: argparse.Namespace) -> int:
+    from .reporting.notebooks import copy_out
+
+    try:
+        copies = copy_out(args.dir, overwrite=args.force)
+    except (FileExistsError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from None
+    for p in copies:
+        print(p)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The ``vgkernels`` command (argv without the program name; default sys.argv)."""
+    return run(_main, list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
+    from . import __version__
+    from .backends import BY_NAME
+    from .listing import CPUS
+
     if argv and argv[0] == "bench":
         from .bench.cli import main as bench_main
 
@@ -95,27 +253,58 @@ def main(argv: list[str] | None = None) -> int:
         from .ct.cli import main as ct_timing_main
 
         return ct_timing_main(argv[1:])
+    if argv and argv[0] == "tune":
+        return _tune(argv[1:])
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"vgkernels {__version__}")
     sub = p.add_subparsers(dest="cmd")
     pi = sub.add_parser("info", help="CPU, backends and a self-check")
     for q in (p, pi):
         q.add_argument("--cases", type=int, default=40, help="random self-check cases per backend")
         q.add_argument("--no-check", action="store_true", help="skip the self-check")
+    backend_help = "backend: " + ", ".join(BY_NAME)
+    cpu_help = ("LLVM CPU to schedule for: " + ", ".join(CPUS) + " (host: this machine; "
+                "default: the backend's own, or the host)")
     pe = sub.add_parser("export", help="AOT object file + C header")
-    pe.add_argument("backend")
-    pe.add_argument("dir")
+    pe.add_argument("backend", choices=list(BY_NAME), metavar="BACKEND", help=backend_help)
+    pe.add_argument("dir", metavar="DIR", help="where to write <prefix>.o and <prefix>.h")
     pa = sub.add_parser("asm", help="assembly of a backend's kernels")
-    pa.add_argument("backend")
+    pa.add_argument("backend", choices=list(BY_NAME), metavar="BACKEND", help=backend_help)
     pa.add_argument("--ir", action="store_true", help="optimised LLVM IR instead")
+    pa.add_argument("--function", metavar="NAME",
+                    help="only this function: its symbol or the part after the prefix "
+                         "(seal, open, seal_gather, key_init, ...)")
+    for q in (pe, pa):
+        q.add_argument("--variant", metavar="SPEC", help=VARIANT_HELP)
+        q.add_argument("--cpu", choices=CPUS, metavar="CPU", help=cpu_help)
+    pn = sub.add_parser("notebooks", help="copy the report notebooks into DIR (JupyterLab)")
+    pn.add_argument("dir", metavar="DIR", help="destination directory (created)")
+    pn.add_argument("--force", action="store_true", help="overwrite notebooks already there")
+    pc = sub.add_parser("compare", help="two report or data folders side by side",
+                        description=_compare.__doc__)
+    pc.add_argument("a", help="report folder (reports/...) or data folder: the baseline")
+    pc.add_argument("b", help="report or data folder to compare with A")
+    pc.add_argument("--alpha", type=float, default=0.01,
+                    help="significance level of the Mann-Whitney test (default 0.01)")
+    pc.add_argument("--min-change", type=float, default=0.02,
+                    help="smallest relative change reported (default 0.02)")
+    pc.add_argument("--all", action="store_true", help="every case, not only the changes")
+    pc.add_argument("--csv", help="write the whole comparison here")
     sub.add_parser("bench", help="measurement sweeps (vgkernels bench -h)")
+    sub.add_parser("tune", help="measure and install this CPU's copy_below thresholds "
+                                "(vgkernels tune -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)
+    if args.cmd == "compare":
+        return _compare(args)
     if args.cmd == "asm":
         return _asm(args)
+    if args.cmd == "notebooks":
+        return _notebooks(args)
     return _info(args)
 
 

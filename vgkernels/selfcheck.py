@@ -14,6 +14,7 @@ from .backends import Backend, usable
 
 @dataclass
 class CheckResult:
+    """The self-check of one backend: how many cases, which failed, how it was built."""
     backend: str
     cases: int
     failures: list[str]
@@ -22,10 +23,13 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
+        """True when no case failed."""
         return not self.failures
 
 
 def check_backend(be: Backend, cases: int = 60, seed: int = 1) -> CheckResult:
+    """Random cases of every length class against the reference model and cryptography, plus
+    Wycheproof's vectors, for one backend."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     rng = random.Random(seed)
@@ -70,4 +74,5 @@ def check_backend(be: Backend, cases: int = 60, seed: int = 1) -> CheckResult:
 
 
 def run(cases: int = 60) -> list[CheckResult]:
+    """The self-check of every usable backend."""
     return [check_backend(be, cases) for be in usable()]

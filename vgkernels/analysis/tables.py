@@ -12,7 +12,7 @@ Every function accepts per-sample rows (``value_col``, default ``"ns"``) or summ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -79,9 +79,11 @@ def ratio_table(
     return wide[[*by, "n", la, lb, f"{lb}/{la}"]].reset_index(drop=True)
 
 
-def _fmt(vals: Sequence[float], decimals: int) -> str:
+def _fmt(vals: Sequence[float], decimals: int | Callable[[float], str]) -> str:
     if not vals:
         return "—"
+    if callable(decimals):  # a formatter (e.g. 3 significant figures for a report)
+        return ", ".join(decimals(v) for v in vals)
     return ", ".join(f"{v:.{decimals}f}" for v in vals)
 
 
@@ -95,11 +97,13 @@ def ab_table(
     value_col: str = "ns",
     run_col: str = "run",
     by: Sequence[str] | None = None,
-    decimals: int = 0,
+    decimals: int | Callable[[float], str] = 0,
     arrow: str = "→",
     columns: str | None = None,
 ) -> pd.DataFrame:
     """A → B comparison from alternating runs: ``"a_run1, a_run2 → b_run1, b_run2"``.
+
+    ``decimals``: decimals of the times in ``cell``, or a function formatting one time.
 
     Rows of ``df[col] == a`` and ``== b`` (e.g. main and PR variants) are reduced to the
     best-of-k (minimum) per run; per ``[*by, n]`` the long result has ``a_runs``/``b_runs``

@@ -87,3 +87,16 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
                      "reference ns": r, "ratio": ours / r, "target": f"<= {limit:g}x",
                      "holds": ours / r <= limit})
     return pd.DataFrame(rows)
+
+
+def headline(df: pd.DataFrame, n: int = 16) -> dict[str, dict[str, float]]:
+    """Per backend: our encrypt of ``n`` bytes through the API (ns) and cryptography's time
+    over ours (above 1: we are cheaper), for the report's headline."""
+    out: dict[str, dict[str, float]] = {}
+    for be, g in df[(df["op"] == "encrypt") & (df["bytes"] == n)].groupby("backend"):
+        ours = g[g["impl"] == "vgkernels"]["min_ns"]
+        theirs = g[g["impl"] == "cryptography"]["min_ns"]
+        if len(ours) and len(theirs):
+            out[str(be)] = {f"api_ns_{n}": float(ours.iloc[0]),
+                            f"api_crypto_ratio_{n}": float(theirs.iloc[0] / ours.iloc[0])}
+    return out

@@ -18,6 +18,11 @@ openssl_copy       vgb_copy_ip with OpenSSL's seal: memcpy the pieces, then EVP 
 openssl4_seal      the same EVP seal in place, natively, with the OpenSSL the cryptography wheel
                    bundles (4.0.x: VAES/AVX-512 GCM), found in its .symtab (peers.BundledOpenSSL)
 openssl4_copy      vgb_copy_ip with the bundled OpenSSL's seal
+aead_seal          an EVP_AEAD peer (``peer``: aws-lc from the awscrt wheel, or a library given by
+                   path): EVP_AEAD_CTX_seal_scatter in place, separate tag (vgkernels.bench.aead)
+aead_scatter       the peer's seal_scatter with the second piece as ``extra_in``: its own gather
+aead_copy          vgb_copy_ip with the peer's seal: memcpy the pieces, then seal in place
+aead_open          the peer's EVP_AEAD_CTX_open_gather, out of place (like open_out)
 cryptography_py    cryptography's AESGCM(key).encrypt(nonce, data, aad), timed in Python: it
                    includes the Python call and the output allocation
 =================  ==============================================================================
@@ -49,9 +54,11 @@ KERNEL_OPS = ("seal", "gather", "copy_ip", "two_slice", "open_out", "ctr32", "gh
               "encrypt_blocks")
 OPENSSL_OPS = ("openssl", "openssl_copy")
 OPENSSL4_OPS = ("openssl4_seal", "openssl4_copy")  # the cryptography wheel's OpenSSL, native
+AEAD_OPS = ("aead_seal", "aead_scatter", "aead_copy", "aead_open")  # CaseSpec.peer names it
 PY_OPS = ("cryptography_py",)
-OPS = KERNEL_OPS + OPENSSL_OPS + OPENSSL4_OPS + PY_OPS
-PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy", "openssl4_copy")  # any shape
+OPS = KERNEL_OPS + OPENSSL_OPS + OPENSSL4_OPS + AEAD_OPS + PY_OPS
+PIECE_OPS = ("gather", "copy_ip", "two_slice", "openssl_copy", "openssl4_copy", "aead_scatter",
+             "aead_copy")  # any shape
 BLOCK_OPS = ("ctr32", "ghash", "encrypt_blocks")  # n must be a multiple of 16
 SHAPES = ("one", "n+1", "16+rest", "1+rest")
 
@@ -78,7 +85,11 @@ class KernelError(RuntimeError):
     """A case gave a wrong result or return code: reported, never timed."""
 
 
-def impl_of(op: str) -> str:
+def impl_of(op: str, peer: str | None = None) -> str:
+    """Which implementation an op times: vgkernels, a peer (openssl, openssl4, aead:
+    ``peer`` names it) or cryptography."""
+    if op in AEAD_OPS:
+        return peer or "aead"
     if op in OPENSSL_OPS:
         return "openssl"
     if op in OPENSSL4_OPS:
@@ -116,10 +127,13 @@ class CaseSpec:
     key_len: int = 16
     aad_len: int = 13
     nonce_len: int = 12
+    peer: str | None = None  # the EVP_AEAD peer's name (AEAD_OPS only)
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"unknown op {self.op!r}; known: {', '.join(OPS)}")
+        if (self.op in AEAD_OPS) != (self.peer is not None):
+            raise ValueError(f"op {self.op}: peer must be given exactly for {AEAD_OPS}")
         if self.shape != "one" and self.op not in PIECE_OPS:
             raise ValueError(f"op {self.op} takes shape 'one' only")
         if self.op in BLOCK_OPS and self.n % 16:
@@ -128,16 +142,20 @@ class CaseSpec:
 
     @property
     def impl(self) -> str:
-        return impl_of(self.op)
+        """The implementation this case times (see :func:`impl_of`)."""
+        return impl_of(self.op, self.peer)
 
     def variant(self) -> Variant:
+        """The resolved kernel Variant of this case's backend."""
         return Variant(**dict(self.vparams)).resolved(get(self.backend))
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON) of this spec, for a worker process."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CaseSpec:
+        """The spec :meth:`to_dict` gave (tuples restored from JSON lists)."""
         d = dict(d)
         d["vparams"] = tuple((k, v) for k, v in d.get("vparams", ()))  # JSON gives lists
         return cls(**d)
@@ -192,9 +210,11 @@ class Buf:
             self.write(data)
 
     def write(self, data: bytes) -> None:
+        """Copy ``data`` to the start of the buffer."""
         ctypes.memmove(self.addr, data, len(data))
 
     def read(self, n: int | None = None) -> bytes:
+        """The first ``n`` bytes (default: all of them)."""
         return ctypes.string_at(self.addr, self.n if n is None else n)
 
 
@@ -216,6 +236,7 @@ class Placer:
 
 
 def message(n: int, seed: int = 0) -> bytes:
+    """``n`` bytes of a deterministic test message (the same in every process)."""
     return bytes((i * 167 + seed * 13 + 5) & 255 for i in range(n))
 
 
@@ -235,24 +256,29 @@ def _first_diff(a: bytes, b: bytes) -> str:
 class Builder:
     """Builds concrete cases in the measuring process: kernels, key contexts, peers."""
 
-    def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None):
+    def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None,
+                 aead_paths: dict[str, str | None] | None = None):
         self.driver = drv
         self.verify = verify
         self.libcrypto = libcrypto
+        self.aead_paths = aead_paths or {}  # EVP_AEAD peer name -> path (None: awscrt's)
         self._ctx: dict[tuple[str, Variant, bytes], Buf] = {}
 
     # -- shared material ---------------------------------------------------------------------
     @staticmethod
     def material(spec: CaseSpec) -> tuple[bytes, bytes, bytes]:
+        """(key, nonce, aad) of a case: fixed bytes, the same in every process."""
         return bytes(range(1, spec.key_len + 1)), bytes(range(spec.nonce_len)), \
             bytes(range(100, 100 + spec.aad_len))
 
     def kernels(self, spec: CaseSpec):  # -> vgkernels.kernels.build.Kernels
+        """The compiled kernels of the case's backend and variant."""
         from ..kernels.build import kernels
 
         return kernels(spec.backend, spec.variant())
 
     def address(self, spec: CaseSpec, abi_op: str) -> int:
+        """The address of one exported kernel; Skip when the backend lacks it."""
         k = self.kernels(spec)
         try:
             return k.address(abi_op)
@@ -261,6 +287,7 @@ class Builder:
                        "(not built yet?)") from None
 
     def ctx(self, spec: CaseSpec) -> int:
+        """A key context set up by the kernel's key_init (kept per backend, variant, key)."""
         key, _, _ = self.material(spec)
         tag = (spec.backend, spec.variant(), key)
         buf = self._ctx.get(tag)
@@ -274,17 +301,27 @@ class Builder:
         return buf.addr
 
     def openssl(self):  # -> peers.OpenSSL
+        """The system OpenSSL peer (libcrypto through its EVP interface)."""
         from . import peers
 
         return peers.openssl(self.libcrypto)
 
     def bundled(self):  # -> peers.BundledOpenSSL
+        """The OpenSSL bundled in the cryptography wheel, called natively."""
         from . import peers
 
         return peers.bundled_openssl()
 
     def peer(self, op: str):
+        """The OpenSSL that times ``op``: the bundled one for its ops, else the system's."""
         return self.bundled() if op in OPENSSL4_OPS else self.openssl()
+
+    def aead(self, name: str):  # -> aead.AeadPeer
+        from . import aead
+
+        if name not in self.aead_paths:
+            raise Skip(f"EVP_AEAD peer {name!r} is not configured in this process")
+        return aead.peer(name, self.aead_paths[name])
 
     # -- cases -------------------------------------------------------------------------------
     def build(self, spec: CaseSpec) -> Case:
@@ -309,11 +346,14 @@ class Builder:
                 raise KernelError("cryptography AESGCM disagrees with itself?")
             return Case(lab, py_call=f)
 
-        if op in ("seal", "openssl", "openssl4_seal"):
+        if op in ("seal", "openssl", "openssl4_seal", "aead_seal"):
             buf, tag = buf_(total, msg, "in"), buf_(16)
             keep += [buf, tag]
             if op == "seal":
                 fn, first = self.address(spec, "seal"), self.ctx(spec)
+            elif op == "aead_seal":
+                ap = self.aead(spec.peer)
+                fn, first = ap.seal_address, ap.context(key)
             else:
                 ossl = self.peer(op)
                 fn, first = ossl.seal_address, ossl.context(key)
@@ -322,13 +362,15 @@ class Builder:
             def out() -> bytes:
                 return buf.read() + tag.read()
             want = _expected(key, nonce, aad, msg)
-        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice"):
+        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice",
+                    "aead_scatter", "aead_copy"):
             bufs = []
             off = 0
             for p in ps:  # the largest piece is the stream's input
                 bufs.append(buf_(p, msg[off:off + p], "in" if p == max(ps) else "aux"))
                 off += p
-            outb, tag = buf_(total, role="out"), buf_(16)
+            # aead_scatter: extra_in's ciphertext and the tag follow the output (see aead.py)
+            outb, tag = buf_(total + (16 if op == "aead_scatter" else 0), role="out"), buf_(16)
             # struct vg_piece {ptr, len}[], placed like the other small buffers
             arr = buf_(16 * len(ps), b"".join(struct.pack("<QQ", b.addr, p)
                                                for b, p in zip(bufs, ps, strict=True)))
@@ -341,13 +383,20 @@ class Builder:
                 slots = [fn, self.ctx(spec), *head, bufs[0].addr, ps[0], p1, n1, outb.addr,
                          tag.addr]
                 case = Case(lab, "seal_two_slice", slots, keep=keep)
-            elif op == "gather":
-                slots = [self.address(spec, "seal_gather"), self.ctx(spec), *head,
-                         arr.addr, len(ps), outb.addr, tag.addr]
+            elif op in ("gather", "aead_scatter"):
+                if op == "gather":
+                    fn, first = self.address(spec, "seal_gather"), self.ctx(spec)
+                else:
+                    ap = self.aead(spec.peer)
+                    fn, first = ap.scatter_address, ap.context(key)
+                slots = [fn, first, *head, arr.addr, len(ps), outb.addr, tag.addr]
                 case = Case(lab, "seal_gather", slots, keep=keep)
             else:
                 if op == "copy_ip":
                     seal, first = self.address(spec, "seal"), self.ctx(spec)
+                elif op == "aead_copy":
+                    ap = self.aead(spec.peer)
+                    seal, first = ap.seal_address, ap.context(key)
                 else:
                     ossl = self.peer(op)
                     seal, first = ossl.seal_address, ossl.context(key)
@@ -356,15 +405,21 @@ class Builder:
                 case = Case(lab, "copy_ip", slots, keep=keep)
 
             def out() -> bytes:
+                if op == "aead_scatter":
+                    return outb.read()
                 return outb.read() + tag.read()
             want = _expected(key, nonce, aad, msg)
-        elif op == "open_out":
+        elif op in ("open_out", "aead_open"):
             ct = _expected(key, nonce, aad, msg)
             inb, outb = buf_(total, ct[:total], "in"), buf_(total, role="out")
             tag = buf_(16, ct[total:])
             keep += [inb, outb, tag]
-            slots = [self.address(spec, "open_out"), self.ctx(spec), *head, inb.addr, outb.addr,
-                     total, tag.addr, 16]
+            if op == "open_out":
+                fn, first = self.address(spec, "open_out"), self.ctx(spec)
+            else:
+                ap = self.aead(spec.peer)
+                fn, first = ap.open_address, ap.context(key)
+            slots = [fn, first, *head, inb.addr, outb.addr, total, tag.addr, 16]
             case = Case(lab, "open_out", slots, keep=keep)
 
             def out() -> bytes:

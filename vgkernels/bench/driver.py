@@ -334,6 +334,7 @@ class Case:
     slots: Sequence[int] = ()  # slot 0: function address; then the arguments as integers
     py_call: Callable[[], object] | None = None  # Python-level case (e.g. cryptography)
     keep: list[object] = field(default_factory=list, repr=False)  # buffers the slots point into
+    batch: int | None = None  # calls per sample, once calibrated (kept across measure calls)
     _block: ctypes.Array | None = field(default=None, repr=False)
     _block_at: int | None = field(default=None, repr=False)
 
@@ -382,17 +383,40 @@ class Measurement:
     ticks: list[float]
 
     def stats(self, tsc_hz: float) -> dict[str, float]:
+        """min / median ticks and ns and spread of the samples (see summarise)."""
         return summarise(self.ticks, tsc_hz)
 
 
+NOISY_SPREAD = 0.10  # relative IQR above which a case is flagged noisy (CLI warning, banner)
+N_BOOT = 200  # bootstrap replicates of the median's interval
+
+
+def median_interval(ticks: Sequence[float], n_boot: int = N_BOOT, level: float = 0.95,
+                    seed: int = 0) -> tuple[float, float]:
+    """Bootstrap ``level`` interval of the median of ``ticks`` (percentile method, a fixed
+    seed so a row reads the same every time it is summarised)."""
+    import numpy as np
+
+    a = np.asarray(ticks, dtype=float)
+    if len(a) < 2:
+        return float(a[0]), float(a[0])
+    rng = np.random.default_rng(seed)
+    meds = np.median(a[rng.integers(0, len(a), size=(n_boot, len(a)))], axis=1)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def summarise(ticks: Sequence[float], tsc_hz: float) -> dict[str, float]:
-    """min / median ticks and ns, and ``spread`` = (q75 - q25) / median (relative IQR)."""
+    """min / median ticks and ns, the median's 95% bootstrap interval (``median_lo_ns`` ..
+    ``median_hi_ns``), and ``spread`` = (q75 - q25) / median (relative IQR)."""
     s = sorted(ticks)
     q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
     med = q[1]
     scale = 1e9 / tsc_hz
+    lo, hi = median_interval(s)
     return {"min_ticks": s[0], "median_ticks": med, "min_ns": s[0] * scale,
-            "median_ns": med * scale, "spread": (q[2] - q[0]) / med if med else math.nan}
+            "median_ns": med * scale, "median_lo_ns": lo * scale, "median_hi_ns": hi * scale,
+            "spread": (q[2] - q[0]) / med if med else math.nan}
 
 
 class Driver:
@@ -417,7 +441,17 @@ class Driver:
         self.tsc_hz = calibrate_tsc(self.read_tsc)
 
     def address(self, symbol: str) -> int:
+        """The address of a symbol of the driver's own compiled code."""
         return self.library.address(symbol)
+
+    def _probe(self, which: str, target_ns: float) -> Case:
+        """The empty-call or clock probe, built once per sample length (so its batch is
+        calibrated once)."""
+        probes = self.__dict__.setdefault("_probes", {})
+        if (which, target_ns) not in probes:
+            probes[which, target_ns] = (self.empty_case() if which == "empty"
+                                        else self.clock_case())
+        return probes[which, target_ns]
 
     def empty_case(self) -> Case:
         """The overhead case: vgb_empty through the seal path (same loop, same loads)."""
@@ -457,12 +491,23 @@ class Driver:
         return max(1, math.ceil(batch * target_ticks * 1.05 / max(t, 1)))
 
     def measure(self, cases: Sequence[Case], k: int = 33, target_ns: float = 20_000.0,
-                probes: bool = True, trace: list[tuple[int, int]] | None = None) -> Timing:
+                probes: bool = True, trace: list[tuple[int, int]] | None = None,
+                gap_ms: float = 0.0, warmup: bool | None = None) -> Timing:
         """Time the cases round-robin: k rounds, each taking one sample of every case in turn,
         so drift hits all alike.  With ``probes`` the empty call and the clock probe go first in
         every round.  ``trace`` gets (round, case index) per sample (probes: -1 empty,
-        -2 clock)."""
-        extra = [self.empty_case(), self.clock_case()] if probes else []
+        -2 clock).
+
+        ``gap_ms``: idle time before every round but the first, so the rounds spread over
+        seconds: the VM has slow phases (0.1 s to 20 s, 15-80% slower, invisible to the clock
+        probe) that swallow samples taken within milliseconds.  ``warmup`` (default: when
+        there is a gap) takes one untimed sample of every case before each round, so the
+        round does not time the cold caches and predictors the gap (or, in a sweep, the
+        other chunks measured in between) left.  A case calibrated before (``case.batch``)
+        keeps its batch."""
+        warmup = gap_ms > 0 if warmup is None else warmup
+        extra = [self._probe("empty", target_ns), self._probe("clock", target_ns)] if probes \
+            else []
         ids = [-1, -2][: len(extra)] + list(range(len(cases)))
         all_cases = extra + list(cases)
         target = target_ns * self.tsc_hz / 1e9
@@ -470,8 +515,16 @@ class Driver:
         gc_on = gc.isenabled()
         gc.disable()  # no collection in the middle of a Python-level peer's sample
         try:
-            batches = [self.calibrate(c, target) for c in all_cases]
+            for c in all_cases:
+                if c.batch is None:
+                    c.batch = self.calibrate(c, target)
+            batches = [c.batch for c in all_cases]
             for r in range(k):
+                if gap_ms > 0 and r:
+                    time.sleep(gap_ms / 1000.0)
+                if warmup:
+                    for c, n in zip(all_cases, batches, strict=True):
+                        self.sample(c, n)
                 for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
                     samples[j].append(self.sample(c, n) / n)
                     if trace is not None:
@@ -486,6 +539,7 @@ class Driver:
         return Timing(ms)
 
     def meta(self) -> dict[str, object]:
+        """What the data rows record about the driver: TSC rate, pinning, stack offset."""
         return {"tsc_hz": self.tsc_hz, "kernel_tsc_khz": self.kernel_tsc_khz,
                 "stack_offset": self.stack_offset,
                 "pinned_cpu": self.pinned_cpu, "pid": os.getpid(),

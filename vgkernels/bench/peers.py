@@ -198,6 +198,7 @@ def _seal_ir(prefix: str = "", fname: str = "vgb_ossl_seal",
 
 @dataclass
 class OpenSSLInfo:
+    """Which libcrypto a peer loaded, its version and CPU capability mask."""
     path: str
     version: str
     cpuinfo: str

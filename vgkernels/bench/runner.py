@@ -25,11 +25,21 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .cases import OPENSSL4_OPS, OPENSSL_OPS, PY_OPS, Builder, CaseSpec, KernelError, Skip
+from .cases import (
+    AEAD_OPS,
+    OPENSSL4_OPS,
+    OPENSSL_OPS,
+    PY_OPS,
+    Builder,
+    CaseSpec,
+    KernelError,
+    Skip,
+)
 
 
 @dataclass
 class Chunk:
+    """A unit of work for a session: cases measured together (interleaved), k samples each."""
     run: int
     specs: list[CaseSpec]
     index: int = 0  # position in the sweep's plan (the same in every run and pass)
@@ -37,11 +47,13 @@ class Chunk:
     pass_: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON) of this chunk, for a worker process."""
         return {"run": self.run, "index": self.index, "k": self.k, "pass": self.pass_,
                 "specs": [s.to_dict() for s in self.specs]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        """The chunk :meth:`to_dict` gave."""
         return cls(d["run"], [CaseSpec.from_dict(s) for s in d["specs"]], d["index"], d["k"],
                    d["pass"])
 
@@ -58,6 +70,9 @@ class Settings:
     stack_offset: int | None = None  # page offset of the stack at each call (None: default)
     openssl: bool = False  # load the OpenSSL peer up front (its info goes in the meta event)
     env: dict[str, str] = field(default_factory=dict)  # for a worker: e.g. OPENSSL_ia32cap
+    aead: dict[str, str | None] = field(default_factory=dict)  # EVP_AEAD peers: name -> path
+    gap_ms: float = 0.0  # idle gap before each round of a chunk (see Driver.measure)
+    warmup: bool = False  # an untimed sample of every case before each round (Driver.measure)
 
 
 class Session:
@@ -70,12 +85,18 @@ class Session:
         self.driver = driver(settings.cpu, settings.pin)
         if settings.stack_offset is not None:
             self.driver.stack_offset = settings.stack_offset
-        self.builder = Builder(self.driver, verify=settings.verify, libcrypto=settings.libcrypto)
+        self.builder = Builder(self.driver, verify=settings.verify, libcrypto=settings.libcrypto,
+                               aead_paths=settings.aead)
         self.openssl_error: str | None = None
         self.bundled_error: str | None = None  # the cryptography wheel's OpenSSL, native
+        self.aead_errors: dict[str, str] = {}  # EVP_AEAD peer name -> why it cannot run
+        # Built cases, kept for the chunk's later rounds: a sweep visits every chunk once per
+        # round (see vgkernels.bench.sweep), so a case is built and calibrated once per process.
+        self._cases: dict[CaseSpec, Any] = {}
         self._told: set[str] = set()
 
     def start(self) -> list[dict[str, Any]]:
+        """Set up the driver and peers; returns the events (skips, notes) to report."""
         from . import peers
 
         events: list[dict[str, Any]] = []
@@ -90,6 +111,12 @@ class Session:
             except peers.PeerUnavailable as e:
                 self.bundled_error = str(e)
                 events.append(self._skip(str(e)))
+            for name in self.settings.aead:
+                try:
+                    self.builder.aead(name)
+                except peers.PeerUnavailable as e:
+                    self.aead_errors[name] = str(e)
+                    events.append(self._skip(str(e)))
         events.append({"type": "meta", "process": self.meta()})
         return events
 
@@ -111,6 +138,17 @@ class Session:
                         bundled_ia32cap_effective=(f"0x{b.caps[0]:x}:0x{b.caps[1]:x}"
                                                    if b.caps else None),
                         bundled_openssl_path=b.gcm_path)
+        if self.settings.openssl:
+            aead: dict[str, Any] = {}
+            for name in self.settings.aead:
+                if name in self.aead_errors:
+                    continue
+                a = self.builder.aead(name).info
+                aead[name] = {"version": a.version, "path": a.path, "binding": a.binding,
+                              "ia32cap_effective": (f"0x{a.caps[0]:x}:0x{a.caps[1]:x}"
+                                                    if a.caps else None),
+                              "gcm_path": a.gcm_path}
+            meta["aead_peers"] = json.dumps(aead, sort_keys=True)
         meta["cryptography_openssl"] = peers.cryptography_version()
         return meta
 
@@ -119,6 +157,7 @@ class Session:
         return {"type": "skip", "message": msg}
 
     def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        """Measure one chunk; returns its result rows and events."""
         from . import peers
 
         events: list[dict[str, Any]] = []
@@ -128,10 +167,19 @@ class Session:
                 continue
             if spec.op in OPENSSL4_OPS and self.bundled_error:
                 continue
+            if spec.op in AEAD_OPS and spec.peer in self.aead_errors:
+                continue
+            if spec in self._cases:
+                cases.append(self._cases[spec])
+                continue
             try:
-                cases.append(self.builder.build(spec))
+                case = self.builder.build(spec)
+                self._cases[spec] = case
+                cases.append(case)
             except peers.PeerUnavailable as e:
-                if spec.op in OPENSSL4_OPS:
+                if spec.op in AEAD_OPS:
+                    self.aead_errors[str(spec.peer)] = str(e)
+                elif spec.op in OPENSSL4_OPS:
                     self.bundled_error = str(e)
                 else:
                     self.openssl_error = str(e)
@@ -147,7 +195,9 @@ class Session:
                 msg = f"cryptography peer skipped: {e}"
                 if msg not in self._told:
                     events.append(self._skip(msg))
-        t = self.driver.measure(cases, k=chunk.k, target_ns=self.settings.target_ns)
+        t = self.driver.measure(cases, k=chunk.k, target_ns=self.settings.target_ns,
+                                gap_ms=self.settings.gap_ms,
+                                warmup=self.settings.warmup or self.settings.gap_ms > 0)
         ov = t.overhead
         events.append({
             "type": "chunk", "index": chunk.index, "run": chunk.run, "pass": chunk.pass_,
@@ -160,6 +210,7 @@ class Session:
         return events
 
     def close(self, kill: bool = False) -> None:
+        """Release what the session holds (nothing to do in-process)."""
         pass
 
 
@@ -186,6 +237,7 @@ def worker_main() -> int:
 
 
 class WorkerDied(RuntimeError):
+    """A worker process exited while measuring (a crash in a kernel or a peer)."""
     pass
 
 
@@ -216,12 +268,15 @@ class Worker:
                          f"{_describe_rc(self.proc.wait())}")
 
     def start(self) -> list[dict[str, Any]]:
+        """Send the settings; returns the worker's start events."""
         return self._talk(json.dumps(asdict(self.settings)))
 
     def chunk(self, chunk: Chunk) -> list[dict[str, Any]]:
+        """Measure one chunk in the worker; returns its rows and events."""
         return self._talk(json.dumps(chunk.to_dict()))
 
     def close(self, kill: bool = False) -> None:
+        """Stop the worker (``kill``: without waiting for it to finish)."""
         if self.proc.poll() is None and kill:
             self.proc.kill()
         if self.proc.poll() is None:

@@ -4,7 +4,10 @@ Summary frame (one row per case and run): metadata, the case's labels (see
 vgkernels.bench.cases), and ``k`` (samples, over ``passes`` passes), ``batch`` (of the first
 pass), ``min_ticks``, ``median_ticks``, ``min_ns``,
 ``median_ns``, ``spread`` (relative interquartile range of the k samples),
-``ticks_per_byte`` (min_ticks / bytes), ``overhead_ticks`` / ``overhead_ns`` (the driver's
+``median_lo_ns`` .. ``median_hi_ns`` (95% bootstrap interval of the median), ``noisy``
+(spread above driver.NOISY_SPREAD), ``ticks_per_byte`` (min_ticks / bytes), ``gbps``
+(bytes / min_ns), ``cycles_per_byte`` (core cycles per byte at the fastest sample, from the
+chunk's core clock), ``overhead_ticks`` / ``overhead_ns`` (the driver's
 empty-call cost, measured in the same chunk; not subtracted), ``core_ghz`` (the core clock
 during the chunk, from a chain of dependent adds).
 
@@ -23,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .cases import VARIANT_PARAMS
-from .driver import summarise
+from .driver import NOISY_SPREAD, summarise
 
 LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
               "n", "bytes", "blocks", "key_bytes", "aad_bytes", "nonce_bytes"]
@@ -32,11 +35,12 @@ HOST_COLS = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number"
              "cpu_stepping", "hypervisor", "os_kernel", "cpu_flags", "llvm_cpu",
              "kernel_version", "llvmlite_version", "llvm_version", "openssl_version",
              "cryptography_openssl", "python_version"]
-STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns", "spread",
-             "ticks_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
+STAT_COLS = ["k", "passes", "batch", "min_ticks", "median_ticks", "min_ns", "median_ns",
+             "median_lo_ns", "median_hi_ns", "spread", "noisy", "ticks_per_byte", "gbps",
+             "cycles_per_byte", "overhead_ticks", "overhead_ns", "core_ghz"]
 PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effective",
              "openssl_path", "bundled_openssl_version", "bundled_ia32cap_effective",
-             "bundled_openssl_path"]
+             "bundled_openssl_path", "aead_peers"]
 SUMMARY_COLS = RUN_COLS + LABEL_COLS + STAT_COLS + HOST_COLS + PROC_COLS
 SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", "op", "shape", "pieces", "aligned",
                "n", "bytes", "blocks", "pass", "batch", "sample", "ticks", "ns"]
@@ -48,8 +52,14 @@ def _case_row(base: dict[str, Any], lab: dict[str, Any], ticks: list[float], bat
               ov_ticks: float | None, core_hz: float | None, passes: int, tsc_hz: float
               ) -> dict[str, Any]:
     st = summarise(ticks, tsc_hz)
+    nbytes = lab["bytes"]
     return {**base, **lab, "k": len(ticks), "passes": passes, "batch": batch, **st,
-            "ticks_per_byte": st["min_ticks"] / lab["bytes"] if lab["bytes"] else None,
+            "noisy": bool(st["spread"] > NOISY_SPREAD),
+            "ticks_per_byte": st["min_ticks"] / nbytes if nbytes else None,
+            "gbps": nbytes / st["min_ns"] if nbytes and st["min_ns"] else None,
+            # core cycles per byte: the fastest sample at the core clock the add chain saw
+            "cycles_per_byte": (st["min_ns"] * core_hz / 1e9 / nbytes
+                                if nbytes and core_hz else None),
             "overhead_ticks": ov_ticks,
             "overhead_ns": ov_ticks * 1e9 / tsc_hz if ov_ticks is not None else None,
             "core_ghz": core_hz / 1e9 if core_hz else None}
@@ -80,10 +90,10 @@ class Accumulator:
             key = (event["run"], event["index"], tuple(sorted(lab.items())))
             acc = self._cases.setdefault(key, {"base": base, "label": lab, "ticks": [],
                                                "batch": r["batch"], "ov": [], "core": [],
-                                               "passes": 0, "tsc_hz": tsc_hz})
+                                               "passes": set(), "tsc_hz": tsc_hz})
             first = len(acc["ticks"])
             acc["ticks"].extend(ticks)
-            acc["passes"] += 1
+            acc["passes"].add(event["pass"])
             if ov_ticks is not None:
                 acc["ov"].append(ov_ticks)
             if event.get("core_hz"):
@@ -98,12 +108,13 @@ class Accumulator:
         return rows
 
     def summary(self) -> list[dict[str, Any]]:
+        """One summary row per case and run (min/median ns, spread) from the samples so far."""
         out = []
         for acc in self._cases.values():
             ov = min(acc["ov"]) if acc["ov"] else None
             core = statistics.median(acc["core"]) if acc["core"] else None
             out.append(_case_row(acc["base"], acc["label"], acc["ticks"], acc["batch"], ov, core,
-                                 acc["passes"], acc["tsc_hz"]))
+                                 len(acc["passes"]), acc["tsc_hz"]))
         return out
 
 
@@ -124,6 +135,14 @@ def frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     return df
 
 
+DATA_SCHEMA = 3  # 3: median bands, noisy, gbps, cycles_per_byte, EVP_AEAD peer rows;
+# 2: rows carry the machine's identity (vgkernels.machine); 1: before
+
+
+class DataSchemaError(ValueError):
+    """A results file this version cannot read (the message names it)."""
+
+
 def save(summary: pd.DataFrame, samples: pd.DataFrame | None, meta: dict[str, Any],
          directory: Path, stem: str) -> dict[str, Path]:
     """Write ``stem``.parquet/.csv, ``stem``-samples.parquet/.csv and ``stem``-meta.json."""
@@ -137,7 +156,8 @@ def save(summary: pd.DataFrame, samples: pd.DataFrame | None, meta: dict[str, An
         paths["samples_csv"] = directory / f"{stem}-samples.csv"
         samples.to_parquet(paths["samples_parquet"], index=False)
         samples.to_csv(paths["samples_csv"], index=False)
-    paths["meta"].write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    paths["meta"].write_text(json.dumps({**meta, "schema": DATA_SCHEMA}, indent=2, default=str)
+                             + "\n")
     return paths
 
 
@@ -145,3 +165,37 @@ def load(path: str | Path) -> pd.DataFrame:
     """Read a results file written by :func:`save` (Parquet or CSV)."""
     p = Path(path)
     return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+
+
+def load_folder(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summaries, samples) of every run saved under ``path`` (a data folder, or a report
+    folder with its data/ inside), checked against the schema this version reads."""
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such folder")
+    metas = sorted(root.rglob("*-meta.json"))
+    if not metas:
+        raise DataSchemaError(f"{root}: no results (no *-meta.json from `vgkernels bench` or a "
+                              "report's data/)")
+    summaries, samples = [], []
+    for m in metas:
+        try:
+            meta = json.loads(m.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataSchemaError(f"{m}: unreadable ({exc})") from None
+        schema = meta.get("schema", 1) if isinstance(meta, dict) else None
+        if not isinstance(schema, int) or schema > DATA_SCHEMA:
+            raise DataSchemaError(f"{m}: data schema {schema!r}; this vgkernels reads up to "
+                                  f"{DATA_SCHEMA} (a newer version wrote it)")
+        stem = m.name.removesuffix("-meta.json")
+        for kind, into in (("", summaries), ("-samples", samples)):
+            f = m.with_name(f"{stem}{kind}.parquet")
+            if not f.exists():
+                f = f.with_suffix(".csv")
+            if f.exists():
+                try:
+                    into.append(load(f).assign(schema=schema))
+                except Exception as exc:  # noqa: BLE001 - any reader error names the file
+                    raise DataSchemaError(f"{f}: unreadable ({exc})") from None
+    cat = [pd.concat(x, ignore_index=True) if x else pd.DataFrame() for x in (summaries, samples)]
+    return cat[0], cat[1]

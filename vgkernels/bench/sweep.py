@@ -33,6 +33,10 @@ Ops = list[tuple[str, str]]  # (op, shape)
 
 PEER_OPS: Ops = [("openssl", "one"), ("openssl_copy", "n+1"), ("openssl4_seal", "one"),
                  ("openssl4_copy", "n+1"), ("cryptography_py", "one")]
+# per EVP_AEAD peer (aws-lc, --peer NAME=PATH): seal in place, its own gather of n + 1 bytes
+# (seal_scatter with the byte as extra_in), copy + seal in place, open
+AEAD_PEER_OPS: Ops = [("aead_seal", "one"), ("aead_scatter", "n+1"), ("aead_copy", "n+1"),
+                      ("aead_open", "one")]
 
 
 @dataclass(frozen=True)
@@ -156,21 +160,47 @@ def parse_variant(text: str | Variant | None) -> Variant:
 
 
 def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: int = 16,
-         aad_len: int = 13, nonce_len: int = 12) -> list[list[CaseSpec]]:
-    """The chunks (lists of case specs) of a named sweep for one backend."""
+         aad_len: int = 13, aead_peers: Sequence[str] = (),
+         nonce_len: int = 12) -> list[list[CaseSpec]]:
+    """The chunks (lists of case specs) of a named sweep for one backend.  With ``peers``,
+    every chunk whose sweep times OpenSSL also times each named EVP_AEAD peer (seal,
+    scatter, copy + seal, open)."""
     d = SWEEPS[sweep]
     chunks = []
     for n in sizes:
         specs = []
         twins = [n, n - 1] if d.twins and n % 16 == 0 and n > 16 else [n]
         for m in twins:
-            for op, shape in d.ops(m, peers):
+            ops = d.ops(m, peers)
+            for op, shape in ops:
                 if op in ("ctr32", "ghash", "encrypt_blocks") and m % 16:
                     continue
                 specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len,
                                       nonce_len=nonce_len))
+            if peers and any(op == "openssl" for op, _ in ops):
+                for name in aead_peers:
+                    for op, shape in AEAD_PEER_OPS:
+                        if op == "aead_open" and not any(o == "open_out" for o, _ in ops):
+                            continue
+                        specs.append(CaseSpec(op, m, backend, shape, key_len=key_len,
+                                              aad_len=aad_len, peer=name))
         chunks.append(specs)
     return chunks
+
+
+def default_aead_peers(extra: dict[str, str] | None = None) -> dict[str, str | None]:
+    """aws-lc (from the awscrt wheel: the ``peers`` extra) when it is installed, then the
+    peers given by path (``--peer NAME=PATH``, or ``$VG_AEAD_PEERS``)."""
+    import importlib.util
+
+    from .aead import AWSLC, ENV_PEERS, parse_peers
+
+    out: dict[str, str | None] = {}
+    if importlib.util.find_spec("_awscrt") is not None:
+        out[AWSLC] = None
+    out.update(parse_peers(os.environ.get(ENV_PEERS)))
+    out.update(extra or {})
+    return out
 
 
 def _with_variant(spec: CaseSpec, v: Variant) -> CaseSpec:
@@ -218,6 +248,9 @@ def run(
     key_len: int = 16,
     aad_len: int = 13,
     nonce_len: int = 12,
+    aead_peers: dict[str, str] | Sequence[str] | None = None,
+    gap_ms: float = 0.0,
+    spread: bool = True,
     refine: bool = True,
     progress: bool = True,
     on_chunk: Callable[[int, list[dict[str, Any]]], None] | None = None,
@@ -246,6 +279,13 @@ def run(
     ``pin``: pin the measuring process to one CPU (``cpu``, default the last allowed).
     ``stack_offset``: page offset of the stack pointer at each timed call (default
     driver.STACK_OFFSET; -1 leaves it where the process has it: see cases.py on 4K aliasing).
+    ``aead_peers``: EVP_AEAD peers timed beside OpenSSL, ``{name: path}`` or
+    ``["name=path", ...]`` (aws-lc from the awscrt wheel is added when installed; see
+    vgkernels.bench.aead).  ``spread``: within a pass, visit every chunk once per round
+    (round-major) instead of taking a chunk's rounds back to back, so a case's samples lie
+    seconds apart (the VM's slow phases last 0.1-20 s); cases are built and calibrated once per
+    process.  ``gap_ms``: idle time before each round inside a chunk visit (Driver.measure;
+    each gap is followed by an untimed warm-up sample of every case).
     ``on_chunk(done, rows)`` is called after every chunk (raise KeyboardInterrupt in it to stop:
     the rows measured so far are kept and written).  ``quick``: fewer sizes, k = 11, 10 us.
     """
@@ -256,6 +296,11 @@ def run(
         k, target_us = min(k, 11), min(target_us, 10.0)
     sizes = list(sizes) if sizes else list(d.quick_sizes if quick else d.sizes)
     peers = d.peers if peers is None else peers
+    from .aead import parse_peers
+
+    given = (parse_peers(list(aead_peers)) if aead_peers is not None
+             and not isinstance(aead_peers, dict) else dict(aead_peers or {}))
+    aead = default_aead_peers(given) if peers else {}
     variants = ([parse_variant(ab[0]), parse_variant(ab[1])] * (runs or 2) if ab
                 else [parse_variant(variant)] * (runs or 1))
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
@@ -291,7 +336,7 @@ def run(
             "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
             "peers": peers, "key_len": key_len, "aad_len": aad_len, "nonce_len": nonce_len,
             "isolate": isolate,
-            "fresh": fresh,
+            "fresh": fresh, "aead_peers": aead, "gap_ms": gap_ms, "spread": spread,
             "stack_offset": stack_offset}, "processes": {}}
     acc = store.Accumulator(common, samples)
     sessions: dict[str, Session | Worker] = {}
@@ -329,7 +374,7 @@ def run(
 
                 env["OPENSSL_ia32cap"] = ia32cap_mask(be)
             settings = Settings(target_us * 1000.0, cpu, pin, verify, libcrypto, stack_offset,
-                                peers, env)
+                                peers, env, aead, gap_ms, warmup=spread)
             shared = None if isolate else next(iter(sessions.values()), None)
             s = shared or (Worker(settings) if isolate else Session(settings))
             handle(be, s.start())
@@ -339,13 +384,16 @@ def run(
     def execute(size_plan: dict[str, list[int]], phase: int) -> None:
         # pass-major order: every case's samples are spread over the whole sweep
         plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len,
-                             nonce_len)
+                               list(aead), nonce_len)
                  for be in chosen if size_plan.get(be.name)}
-        order = [(p, r, be, i) for p in range(passes) for r in range(len(variants))
+        # spread: one round per visit, every chunk visited once per round (round-major)
+        visits = [(p, j, 1) for p in range(passes) for j in range(k_per[p])] if spread \
+            else [(p, 0, k_per[p]) for p in range(passes)]
+        order = [(p, kk, r, be, i) for p, _j, kk in visits for r in range(len(variants))
                  for be in chosen if be.name in plans for i in range(len(plans[be.name]))]
         bar.add(len(order))
         last_pass = 0
-        for p, r, be, i in order:
+        for p, kk, r, be, i in order:
             if p != last_pass and isolate and fresh:
                 close_sessions()  # a new process per pass: its layout is one more draw
             last_pass = p
@@ -355,7 +403,7 @@ def run(
             specs = [_with_variant(x, variants[r]) for x in plans[be.name][i]]
             try:
                 s = session(be)
-                handle(be, s.chunk(Chunk(r, specs, phase * 100_000 + i, k_per[p], p)))
+                handle(be, s.chunk(Chunk(r, specs, phase * 100_000 + i, kk, p)))
             except WorkerDied as e:
                 dead.add(be.name)
                 note(f"backend {be.name}: {e} while measuring {specs[0].n}-byte cases; its "

@@ -86,6 +86,7 @@ def kernel_manager_class() -> type:
 
 @dataclass
 class NotebookRun:
+    """One notebook's run in a report batch: status, time, error, artefacts."""
     name: str
     status: str = "not run"  # ok | failed | not run
     seconds: float = 0.0
@@ -97,6 +98,7 @@ class NotebookRun:
 
     @property
     def ok(self) -> bool:
+        """True when the notebook ran without error."""
         return self.status == "ok"
 
 
@@ -142,13 +144,10 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
 
 
 def render_html(ipynb: Path) -> Path:
-    """An executed notebook as standalone HTML next to it."""
-    from nbconvert import HTMLExporter
+    """An executed notebook as standalone HTML next to it (offline: no CDN scripts)."""
+    from .pages import render
 
-    body, _ = HTMLExporter().from_filename(str(ipynb))
-    path = ipynb.with_suffix(".html")
-    path.write_text(body, encoding="utf-8")
-    return path
+    return render(ipynb)
 
 
 class _Progress:
@@ -221,9 +220,11 @@ def _thr(x: Any) -> str:
 
 
 def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.DataFrame:
-    """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, OpenSSL's time over ours
-    (masked to the same features), the copy_below thresholds and the split -> full change
-    at 384 B, from the notebooks' notes.  ``text``: formatted cells instead of numbers."""
+    """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer masked to
+    the same features (named) and its time over ours at 16 KiB and 1 KiB, then each peer's
+    time over ours at 16 KiB (vgkernels.reporting.peerset), the copy_below thresholds and the
+    split -> full change at 384 B, from the notebooks' notes.  ``text``: formatted cells
+    instead of numbers."""
     peers = _per_backend(notes, "06_peers_roofline")
     cb = _per_backend(notes, "04_copy_below")
     blocks = _per_backend(notes, "02_block_counts")
@@ -232,6 +233,7 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     order = [b.name for b in BACKENDS]
     names = sorted(set(peers) | set(cb) | set(blocks),
                    key=lambda n: order.index(n) if n in order else len(order))
+    peer_cols = list(dict.fromkeys(w for p in peers.values() for w in p.get("peers_16k", {})))
     rows = []
     for be in names:
         p, c, b = peers.get(be, {}), cb.get(be), blocks.get(be, {})
@@ -240,14 +242,19 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
             "GB/s @16 KiB": p.get("gbps_16k"),
             "ns @16 B": p.get("ns_16"),
             "ns @1 KiB": p.get("ns_1k"),
-            "OpenSSL / ours @16 KiB": p.get("openssl_ratio_16k"),
-            "OpenSSL / ours @1 KiB": p.get("openssl_ratio_1k"),
+            "best peer @16 KiB": p.get("best_peer_16k"),
+            "best peer / ours @16 KiB": p.get("best_peer_ratio_16k"),
+            "best peer @1 KiB": p.get("best_peer_1k"),
+            "best peer / ours @1 KiB": p.get("best_peer_ratio_1k"),
+            **{f"{w} / ours @16 KiB": p.get("peers_16k", {}).get(w) for w in peer_cols},
             "copy_below aligned": None if c is None else c.get("aligned"),
             "copy_below unaligned": None if c is None else c.get("unaligned"),
             "_cb_known": c is not None,
             "split ns @384 B": b.get("split_384"),
             "full ns @384 B": b.get("full_384"),
             "split→full @384 B": b.get("change_384"),
+            "API encrypt ns @16 B": p.get("api_ns_16"),
+            "cryptography / API @16 B": p.get("api_crypto_ratio_16"),
         })
     df = pd.DataFrame(rows)
     if not text or df.empty:
@@ -260,10 +267,14 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     out["GB/s @16 KiB"] = [num(x, ".2f") for x in df["GB/s @16 KiB"]]
     out["ns @16 B"] = [num(x, ".1f") for x in df["ns @16 B"]]
     out["ns @1 KiB"] = [num(x, ".1f") for x in df["ns @1 KiB"]]
-    out["vs OpenSSL @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
-                                                  else "") for x in df["OpenSSL / ours @16 KiB"]]
-    out["vs OpenSSL @1 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
-                                                 else "") for x in df["OpenSSL / ours @1 KiB"]]
+    for size in ("16 KiB", "1 KiB"):
+        out[f"vs best peer @{size}"] = [
+            "—" if x is None or pd.isna(x) else f"{x:.2f}× ({w})"
+            for x, w in zip(df[f"best peer / ours @{size}"], df[f"best peer @{size}"],
+                            strict=True)]
+    for w in peer_cols:
+        out[f"vs {w} @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
+                                                   else "") for x in df[f"{w} / ours @16 KiB"]]
     out["copy_below (aligned, unaligned)"] = [
         f"{_thr(a)}, {_thr(u)}" if known else "—"
         for a, u, known in zip(df["copy_below aligned"], df["copy_below unaligned"],
@@ -272,6 +283,10 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
         "—" if ch is None or pd.isna(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
         for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
                             df["full ns @384 B"], strict=True)]
+    out["API encrypt @16 B (cryptography's time / ours)"] = [
+        "—" if ns is None or pd.isna(ns) else f"{ns:.0f} ns ({r:.2f}×)"
+        for ns, r in zip(df["API encrypt ns @16 B"], df["cryptography / API @16 B"],
+                         strict=True)]
     return out
 
 
@@ -294,6 +309,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:0;border:1px solid #e2e6ee;border-radius:6px;padding:.5rem;background:#fbfcfe}
 figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
 .concl li{margin:.2rem 0}code{background:#f1f3f7;padding:0 .2rem;border-radius:3px}
+.vg-scroll{overflow-x:auto;max-width:100%}
 """
 
 
@@ -307,8 +323,17 @@ def _md(text: str) -> str:
         return html.escape(text)
 
 
-def _link(href: str | None, label: str) -> str:
-    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>' if href else ""
+def _link(href: str | None, label: str, out: Path | None = None) -> str:
+    """A link, or nothing when there is no target (or, with ``out``, no such file there)."""
+    if not href or (out is not None and not (out / href).exists()):
+        return ""
+    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>'
+
+
+# Files a report keeps only where it was run (see .gitignore): named in the index, never
+# linked, so that a committed or copied report has no dead links.
+def _local_only(rel: str) -> bool:
+    return rel.endswith(".ipynb") or rel.startswith("data/")
 
 
 def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
@@ -331,6 +356,10 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
                      + "</p>")
+    from .peerset import banners
+
+    for text in banners(notes, str(meta.get("profile"))):
+        parts.append(f"<p class='banner'>{esc(text)}</p>")
     # headline
     parts.append("<h2 id='headline'>Headline</h2>")
     ht = headline_table(notes, text=True)
@@ -338,13 +367,17 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append("<p>No headline numbers: the notebooks that compute them (02, 04, 06) "
                      "did not run or failed.</p>")
     else:
-        parts.append(ht.to_html(index=False, border=0, classes="headline", escape=True))
+        parts.append("<div class='vg-scroll'>" + ht.to_html(index=False, border=0,
+                     classes="headline", escape=True) + "</div>")
         parts.append(
             "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
-            "vs OpenSSL: OpenSSL's time over ours, OpenSSL masked to the backend's features "
-            "(above 1: faster than OpenSSL). copy_below: below these total lengths copying the "
+            "vs best peer: the fastest peer's time over ours, every peer masked to the "
+            "backend's features in the same run (above 1: we are faster), then each peer's. "
+            "copy_below: below these total lengths copying the "
             "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
-            "split→full: in-place seal at 384 B, tail=split → tail=full (02).</p>")
+            "split→full: in-place seal at 384 B, tail=split → tail=full (02). API encrypt: "
+            "AesGcm.encrypt of 16 B as a Python call, and cryptography's AESGCM time over it in "
+            "the same process (06; `vgkernels bench api`).</p>")
     # notebooks
     parts.append("<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
                  "<th>time</th><th>links</th><th>notes</th></tr>")
@@ -356,14 +389,14 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
                        for m in s.get("errors", [])]
         extra = (esc(r.error) if r.error else "") + "".join(
             f"<br><span class='failed'>sweep error</span> {esc(m)}" for m in sweep_notes)
-        links = " · ".join(x for x in (_link(r.html, "HTML"), _link(r.ipynb, "notebook")) if x)
+        links = _link(r.html, "HTML", out)
         parts.append(f"<tr><td>{esc(r.name)}</td><td class='{cls}'>{esc(status)}</td>"
                      f"<td class='num'>{r.seconds:.1f} s</td><td>{links}</td><td>{extra}</td>"
                      "</tr>")
     parts.append("</table>")
     # headline figures
     figs = [(name, f) for name, n in notes.items() for f in n.get("figures", [])
-            if f.get("headline")]
+            if f.get("headline") and (out / f["path"]).exists()]
     if figs:
         parts.append("<h2 id='figures'>Figures</h2><div class='figs'>")
         for name, f in figs:
@@ -381,24 +414,35 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
     # files
     parts.append("<h2 id='files'>Files</h2><ul>")
     if (out / "copy_below.json").exists():
-        parts.append(f"<li>{_link('copy_below.json', 'copy_below.json')} (derived "
+        parts.append(f"<li>{_link('copy_below.json', 'copy_below.json', out)} (derived "
                      "thresholds)</li>")
+    local: list[str] = [f"{r.name}.ipynb" for r in runs if r.ipynb]
     for name, n in notes.items():
         files = [*n.get("files", []), *n.get("tables", [])] + [
             f for s in n.get("sweeps", []) for f in s.get("files", [])]
         files = [f for f in dict.fromkeys(files) if f != "copy_below.json"]
-        if files:
-            parts.append(f"<li>{esc(name)}: " + ", ".join(
-                _link(f, Path(f).name) for f in files) + "</li>")
-    all_figs = [f for n in notes.values() for f in n.get("figures", [])]
-    if all_figs:
-        parts.append("<li>figures: " + ", ".join(_link(f["path"], Path(f["path"]).name)
-                                                 for f in all_figs) + "</li>")
-    parts.append("</ul></body></html>")
+        local += [f for f in files if _local_only(f)]
+        links = [x for x in (_link(f, Path(f).name, out) for f in files if not _local_only(f))
+                 if x]
+        if links:
+            parts.append(f"<li>{esc(name)}: " + ", ".join(links) + "</li>")
+    fig_links = [x for x in (_link(f["path"], Path(f["path"]).name, out)
+                             for n in notes.values() for f in n.get("figures", [])) if x]
+    if fig_links:
+        parts.append("<li>figures: " + ", ".join(fig_links) + "</li>")
+    parts.append("</ul>")
+    if local:
+        parts.append("<p class='meta'>Kept only where the report was run (not committed, so "
+                     "not linked): the executed notebooks and the raw sweep data, "
+                     + ", ".join(f"<code>{esc(f)}</code>" for f in dict.fromkeys(local))
+                     + ".</p>")
+    parts.append("</body></html>")
     path = out / "index.html"
     path.write_text("\n".join(parts), encoding="utf-8")
     (out / "index.json").write_text(json.dumps(jsonable({
         **meta, "notebooks": [asdict(r) for r in runs],
+        "smoke_test": meta.get("profile") == "tiny",
+        "banners": banners(notes, str(meta.get("profile"))),
         "headline": headline_table(notes).to_dict(orient="records")}), indent=2) + "\n")
     return path
 
@@ -414,6 +458,7 @@ def _value(text: str) -> Any:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``vgkernels report``."""
     p = argparse.ArgumentParser(
         prog="vgkernels report",
         description="Run the report notebooks (papermill) into one directory: executed "
@@ -429,15 +474,42 @@ def parser() -> argparse.ArgumentParser:
                    help="run only these notebooks (02, 02_block_counts or block_counts)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (JSON value), e.g. -p install=true")
+    p.add_argument("--peer", action="append", default=[], metavar="NAME=PATH",
+                   help="an EVP_AEAD library (BoringSSL or aws-lc libcrypto.so) timed beside "
+                        "OpenSSL and aws-lc in every peer sweep; repeatable")
     p.add_argument("--timeout", type=float, help="seconds a single cell may take")
     p.add_argument("--no-html", action="store_true", help="skip the HTML renderings")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--notebooks", help=f"notebook directory (default: the checkout's; "
                                        f"${nbs.NOTEBOOKS_ENV})")
     p.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    p.add_argument("--reindex", metavar="DIR",
+                   help="rewrite DIR/index.html from its index.json and notes (no runs) and "
+                        "make its pages work offline, then exit")
     p.add_argument("--sync-notebooks", action="store_true",
                    help="regenerate notebooks/NN_*.ipynb from the NN_*.py scripts and exit")
     return p
+
+
+def reindex(out: Path) -> Path:
+    """Rewrite a report directory's index.html from its index.json and notes (no notebook
+    runs), and make its HTML pages work offline: re-rendered from the executed notebook when
+    it is there, else with their remote scripts removed."""
+    from .pages import make_offline, render
+
+    idx = json.loads((out / "index.json").read_text())
+    fields = set(NotebookRun.__dataclass_fields__)
+    runs = [NotebookRun(**{k: v for k, v in r.items() if k in fields})
+            for r in idx.get("notebooks", [])]
+    for r in runs:
+        ipynb, page = out / f"{r.name}.ipynb", out / f"{r.name}.html"
+        if ipynb.exists():
+            render(ipynb, page)
+        elif page.exists():
+            page.write_text(make_offline(page.read_text(encoding="utf-8")), encoding="utf-8")
+        r.html = page.name if page.exists() else None  # (r.ipynb: as recorded, never linked)
+    meta = {k: v for k, v in idx.items() if k not in ("notebooks", "headline")}
+    return write_index(out, runs, meta)
 
 
 def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
@@ -463,7 +535,11 @@ def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``vgkernels report`` (argv without the program name); returns the exit status."""
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.reindex:
+        print(reindex(Path(args.reindex).resolve()))
+        return 0
     try:
         directory = nbs.notebooks_dir(args.notebooks)
     except FileNotFoundError as e:
@@ -489,7 +565,23 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"`vgkernels report --sync-notebooks`): {', '.join(p.name for p in stale)}",
               file=sys.stderr)
     get_profile(args.profile)
+    if args.peer:  # the notebooks' sweeps read it (vgkernels.bench.sweep.default_aead_peers)
+        from ..bench.aead import ENV_PEERS, parse_peers
+
+        try:
+            given = parse_peers(args.peer)
+        except ValueError as e:
+            print(f"vgkernels report: {e}", file=sys.stderr)
+            return 2
+        os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
     backends = parse_backends(",".join(args.backends)) if args.backends else None
+    from ..backends import BY_NAME
+
+    unknown = [b for b in backends or [] if b not in BY_NAME]
+    if unknown:
+        print(f"vgkernels report: unknown backend(s) {', '.join(unknown)}; known: "
+              f"{', '.join(BY_NAME)}", file=sys.stderr)
+        return 2
     extra: dict[str, Any] = {}
     for item in args.param:
         name, eq, val = item.partition("=")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .common import Profile, empty_figure, fmt_list, fmt_ns, fmt_pct, get_profile
+from .display import sig
 
 THREAD_SIZES = (384, 640, 1024, 1088)  # the PR thread's rows
 PALETTE = {"tail=split": "#d95f02", "tail=full": "#1b9e77", "OpenSSL": "#7570b3"}
@@ -34,10 +35,12 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     out["ns"] = out["min_ns"].astype(float)
     out["payload_blocks"] = (out["n"].astype(int) // 16).astype(int)
     is_vg = out["impl"] == "vgkernels"
-    out["series"] = np.where(is_vg, "tail=" + out["tail"].astype(str), "OpenSSL")
-    out["shape_label"] = np.where(out["op"].isin(["seal", "openssl"]), "in place",
-                                  np.where(out["op"] == "copy_ip", "copy+ip (+1)",
-                                           "out of place (+1)"))
+    is_aead = out["op"].astype(str).str.startswith("aead_")
+    out["series"] = np.where(is_vg, "tail=" + out["tail"].astype(str),
+                             np.where(is_aead, out["impl"].astype(str), "OpenSSL"))
+    out["shape_label"] = np.where(out["op"].isin(["seal", "openssl", "aead_seal"]), "in place",
+                                  np.where(out["op"].isin(["copy_ip", "aead_copy"]),
+                                           "copy+ip (+1)", "out of place (+1)"))
     return out
 
 
@@ -54,24 +57,28 @@ def _range(vals: Sequence[float]) -> str:
     vals = [v for v in vals if np.isfinite(v)]
     if not vals:
         return "—"
-    lo, hi = min(vals), max(vals)
-    return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}"
+    lo, hi = sig(min(vals)), sig(max(vals))
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def thread_table(df: pd.DataFrame, backend: str,
                  sizes: Sequence[int] | None = THREAD_SIZES) -> pd.DataFrame:
-    """The PR thread's table for one backend: per size, "split runs → full runs" cells
+    """The background thread's table for one backend: per size, "split runs → full runs" cells
     (best of k per run, runs in order) in place and from two pieces, and OpenSSL's range
-    over its runs; plus the in-place change of the best full run over the best split run."""
+    over its runs; plus the in-place change of the best full run over the best split run.
+    Each EVP_AEAD peer (aws-lc, as in the thread) adds its in-place range, its copy + seal
+    in place of n + 1 bytes (the thread's "+1" for aws-lc-rs) and its own gather
+    (seal_scatter with the byte as extra_in)."""
     from ..analysis import ab_table
 
     t = df[df["backend"] == backend]
+    aead_peers = list(dict.fromkeys(t.loc[t["op"] == "aead_seal", "impl"].astype(str)))
     vg = t[(t["impl"] == "vgkernels") & t["op"].isin(["seal", "gather"])]
     if vg.empty:
         return pd.DataFrame()
     # size_col "n" would collide with reduce_points' count column "n": use a copy
     cells = ab_table(vg.assign(payload=vg["n"]), "split", "full", col="tail",
-                     size_col="payload", by=["op"])
+                     size_col="payload", by=["op"], decimals=sig)
     if sizes is not None:
         cells = cells[cells["n"].isin(list(sizes))]
     rows = []
@@ -85,12 +92,19 @@ def thread_table(df: pd.DataFrame, backend: str,
         for op, label in (("openssl", "OpenSSL"), ("openssl_copy", "OpenSSL (+1)")):
             o = t[(t["op"] == op) & (t["n"] == n)]
             row[label] = _range(o["min_ns"].astype(float).tolist())
+        for peer in aead_peers:
+            for op, label in (("aead_seal", peer), ("aead_copy", f"{peer} copy+seal (+1)"),
+                              ("aead_scatter", f"{peer} scatter (+1)")):
+                o = t[(t["op"] == op) & (t["impl"] == peer) & (t["n"] == n)]
+                row[label] = _range(o["min_ns"].astype(float).tolist())
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
         return out
     out["in place change"] = [fmt_pct(x) for x in out.pop("_change")]
-    return out[["bytes", "in place", "OpenSSL", "out of place (+1)", "OpenSSL (+1)",
+    extra = [c for peer in aead_peers for c in (peer, f"{peer} copy+seal (+1)",
+                                                f"{peer} scatter (+1)")]
+    return out[["bytes", "in place", "OpenSSL", "out of place (+1)", "OpenSSL (+1)", *extra,
                 "in place change"]]
 
 
@@ -238,7 +252,39 @@ def headline(df: pd.DataFrame, n: int = 384) -> dict[str, Any]:
     return {"backends": out}
 
 
+def recommendation(df: pd.DataFrame, tol: float = 0.02) -> str:
+    """Which tail strategy to build per backend, from the in-place change at 384 B and the
+    median change over the block counts with leftover blocks (both must agree beyond
+    ``tol`` for a verdict)."""
+    head = headline(df)["backends"]
+    left = leftover_compare(df)
+    full, split, even = [], [], []
+    for be, h in head.items():
+        lb = left[left["backend"] == be] if len(left) else left
+        med = float(lb["change"].median()) if len(lb) else h["change_384"]
+        if h["change_384"] < -tol and med < 0:
+            full.append(be)
+        elif h["change_384"] > tol and med > 0:
+            split.append(be)
+        else:
+            even.append(be)
+    if not head:
+        return "none: no backend was measured with both tails."
+    parts = []
+    if full:
+        parts.append(f"use `tail=full` on {fmt_list(full)} (faster at 384 B and over the "
+                     "leftover block counts)")
+    if split:
+        parts.append(f"keep `tail=split` on {fmt_list(split)} (`tail=full` is slower)")
+    if even:
+        parts.append(f"either tail on {fmt_list(even)} (within {tol:.0%} at 384 B, or the "
+                     "two measures disagree)")
+    return "; ".join(parts) + "."
+
+
 def conclusions(df: pd.DataFrame, slope_df: pd.DataFrame) -> list[str]:
+    """Per backend, computed statements: split against full at 384 B, over the leftover block
+    counts, and the per-block slopes."""
     lines = []
     b = best(df)
     head = headline(df)["backends"]

@@ -33,6 +33,8 @@ from typing import Any
 
 import pandas as pd
 
+from .display import sig
+
 PROFILES = ("tiny", "quick", "full")
 PROGRESS_ENV = "VG_REPORT_PROGRESS"  # a file the batch polls for "which sweep, how far"
 
@@ -52,10 +54,12 @@ class Profile:
 
     @property
     def tiny(self) -> bool:
+        """The smoke-test profile (seconds per notebook, not for conclusions)."""
         return self.name == "tiny"
 
     @property
     def full(self) -> bool:
+        """The profile of the real analysis."""
         return self.name == "full"
 
     def pick(self, tiny: Any, quick: Any, full: Any) -> Any:
@@ -74,6 +78,7 @@ _PROFILES = {
 
 
 def get_profile(name: str | Profile) -> Profile:
+    """A Profile by name (ValueError listing the known ones)."""
     if isinstance(name, Profile):
         return name
     try:
@@ -117,6 +122,7 @@ def choose_backends(backends: str | Iterable[str] | None, profile: str | Profile
 
 
 def host() -> str:
+    """This machine's host name, safe as part of a file name."""
     from .. import machine
 
     return machine.host_name()
@@ -148,6 +154,7 @@ def default_out_dir(start: Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Paths:
+    """The directories of one report: out, data, figures, tables, notes."""
     out: Path
     data: Path
     figures: Path
@@ -156,6 +163,7 @@ class Paths:
 
     @classmethod
     def make(cls, out_dir: str | Path | None, data_dir: str | Path | None = None) -> Paths:
+        """The paths under ``out_dir`` (default reports/<date>-<host>/), created."""
         out = Path(out_dir) if out_dir else default_out_dir()
         p = cls(out.resolve(), Path(data_dir).resolve() if data_dir else (out / "data").resolve(),
                 (out / "figures").resolve(), (out / "tables").resolve(), (out / "notes").resolve())
@@ -165,6 +173,7 @@ class Paths:
 
 
 def note_path(out: Path, notebook: str) -> Path:
+    """Where a notebook's notes (conclusions, headline numbers, files) are kept."""
     return out / "notes" / f"{notebook}.json"
 
 
@@ -268,6 +277,7 @@ class Notebook:
         written into the report's data directory, progress reported to the batch, and the
         sweep's skips and errors kept for the notes (and shown)."""
         from .. import bench
+        from .peerset import noise_summary
 
         bes = list(backends) if backends is not None else list(self.backends)
         label = label or name
@@ -280,7 +290,9 @@ class Notebook:
         runs = kw.get("runs")
         n_runs = 2 * (runs or 2) if ab else (runs or 1)
         n_sizes = len(sizes) if sizes else len(bench.SWEEPS[name].sizes)
-        total = max(1, min(kw["passes"], kw["k"])) * n_runs * n_sizes * len(bes)
+        # a visit per round when the rounds are spread (the default), else one per pass
+        visits = kw["k"] if kw.get("spread", True) else max(1, min(kw["passes"], kw["k"]))
+        total = visits * n_runs * n_sizes * len(bes)
 
         def on_chunk(done: int, rows: list[dict[str, Any]]) -> None:
             report_progress(self.name, label, done, max(total, done))
@@ -295,6 +307,7 @@ class Notebook:
             "sweep": name, "label": label, "backends": bes, "sizes": len(sizes or []) or None,
             "rows": len(res.df), "seconds": round(seconds, 2), "skipped": list(res.skipped),
             "errors": list(res.errors), "interrupted": res.interrupted,
+            "noise": noise_summary(res.df),
             "files": [_rel(p, self.paths.out) for p in res.paths.values()]})
         self._save()
         if res.skipped or res.errors:
@@ -343,11 +356,15 @@ class Notebook:
         self._save()
         return Path(path)
 
-    def conclude(self, lines: Iterable[str], title: str = "Conclusions"):
-        """Show conclusions (Markdown computed from the data) and keep them for the index."""
+    def conclude(self, lines: Iterable[str], title: str = "Conclusions",
+                 recommendation: str | None = None):
+        """Show conclusions (Markdown computed from the data) and keep them for the index;
+        ``recommendation`` (what to do, computed too) opens them."""
         from IPython.display import Markdown
 
         lines = [str(x) for x in lines if x]
+        if recommendation:
+            lines.insert(0, f"**Recommendation:** {recommendation}")
         self.conclusions.extend(lines)
         self._save()
         return Markdown(f"### {title}\n\n" + "\n".join(f"- {x}" for x in lines))
@@ -365,6 +382,7 @@ class Notebook:
     def _save(self) -> None:
         _write_json(note_path(self.paths.out, self.name), {
             "notebook": self.name, "profile": self.profile.name, "backends": self.backends,
+            "smoke_test": self.profile.tiny,
             "started": self.started, "sweeps": self.sweeps, "figures": self.figures,
             "tables": self.tables, "files": self.files, "conclusions": self.conclusions,
             "headline": self.numbers})
@@ -383,13 +401,23 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
     """Set up a notebook run: plotting theme, profile, backends, output directories."""
     import seaborn as sns
 
+    from .display import install
+
     sns.set_theme(style="whitegrid", context="notebook")
+    install()  # every DataFrame the notebook shows: people's numbers, scrolling when wide
     pd.set_option("display.width", 160)
     pd.set_option("display.max_columns", 40)
     pd.set_option("display.max_rows", 200)
     prof = get_profile(profile)
     nb = Notebook(name, prof, choose_backends(backends, prof, only), Paths.make(out_dir, data_dir))
     nb._save()
+    if prof.tiny:
+        from IPython.display import HTML, display
+
+        from .peerset import SMOKE_TEST
+
+        display(HTML(f"<p class='vg-banner'>{SMOKE_TEST.capitalize()}: the tiny profile takes "
+                     "too few samples for these figures to mean anything.</p>"))
     return nb
 
 
@@ -409,16 +437,16 @@ def empty_figure(message: str, title: str = ""):
 
 
 def fmt_ns(x: float | None) -> str:
+    """A time for prose: 3 significant figures, in µs from 10 µs on."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    if x >= 100_000:
-        return f"{x / 1000:,.0f} µs"
     if x >= 10_000:
-        return f"{x / 1000:.1f} µs"
-    return f"{x:.0f} ns" if x >= 100 else f"{x:.1f} ns"
+        return f"{sig(x / 1000)} µs"
+    return f"{sig(x)} ns"
 
 
 def fmt_bytes(n: int | float | None) -> str:
+    """A byte count for prose: ``16 KiB`` when a whole number of KiB, else ``n B``."""
     if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return "n/a"
     n = int(n)
@@ -428,6 +456,7 @@ def fmt_bytes(n: int | float | None) -> str:
 
 
 def fmt_pct(x: float | None, signed: bool = True) -> str:
+    """A fraction as a percentage for prose (signed by default)."""
     if x is None or not math.isfinite(x):
         return "n/a"
     return f"{x:+.1%}" if signed else f"{x:.1%}"
@@ -440,10 +469,12 @@ def fmt_range(lo: float, hi: float, fmt: str = ".2f", unit: str = "") -> str:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n word`` with the word in the plural when n is not 1."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt_list(items: Sequence[Any], limit: int = 12) -> str:
+    """Items joined by commas, the list cut after ``limit`` items."""
     items = [str(i) for i in items]
     if len(items) > limit:
         return ", ".join(items[:limit]) + f", … ({len(items)} in all)"

@@ -51,6 +51,7 @@ def thresholds(samples: pd.DataFrame, n_boot: int, rtol: float = RTOL, stat: str
 
 
 def threshold_table(results: Mapping[tuple[str, bool], Any]) -> pd.DataFrame:
+    """One row per backend and alignment: threshold, its confidence interval and notes."""
     rows = [{"backend": be, "aligned": al, "threshold": r.threshold, "ci_low": r.ci_low,
              "ci_high": r.ci_high, "ci_level": r.ci_level, "n_boot": r.n_boot,
              "p_none": r.p_none, "non_monotonic": r.non_monotonic, "note": r.note}
@@ -83,6 +84,7 @@ def document(results: Mapping[tuple[str, bool], Any], samples: pd.DataFrame,
 
 
 def write(doc: Mapping[str, Any], path: Path) -> Path:
+    """Write a copy_below document as JSON to ``path``; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -160,11 +162,64 @@ def statements(results: Mapping[tuple[str, bool], Any], samples: pd.DataFrame) -
     return lines
 
 
+def recommendation(results: Mapping[tuple[str, bool], Any]) -> str:
+    """The copy_below setting per backend: (aligned, unaligned) thresholds, 0 = never copy,
+    "always" where the gather never catches up."""
+    if not results:
+        return "none: no crossover could be computed."
+
+    def thr(r: Any) -> str:
+        return "?" if r is None else "always" if r.threshold is None else str(r.threshold)
+
+    bes = list(dict.fromkeys(b for b, _ in results))
+    never = [be for be in bes if all(results.get((be, al)) is not None
+                                     and results[(be, al)].threshold == 0
+                                     for al in (True, False))]
+    rest = [be for be in bes if be not in never]
+    parts = []
+    if never:
+        parts.append(f"no copy dispatch on {fmt_list(never)} (`copy_below=(0, 0)`: the "
+                     "gather is never slower)")
+    if rest:
+        parts.append("set `copy_below` (aligned, unaligned) to " + ", ".join(
+            f"({thr(results.get((be, True)))}, {thr(results.get((be, False)))}) on `{be}`"
+            for be in rest))
+    return "; ".join(parts) + "."
+
+
+def compact_table(samples: pd.DataFrame, sizes: list[int] | None = None) -> pd.DataFrame:
+    """gather / copy+ip (best of k) with one row per first-piece size n and one column per
+    backend and alignment: the per-backend thread tables on one screen.  ``sizes``: the aligned
+    sizes to keep (each with its unaligned twin n - 1, shown on the same row); default all
+    measured, the refined ones included."""
+    t = ratio_tables(samples)
+    if t.empty:
+        return t
+    t = t.assign(size=np.where(t["aligned"], t["n"], t["n"] + 1).astype(int),
+                 piece=np.where(t["aligned"], "aligned", "unaligned"))
+    if sizes is not None:
+        t = t[t["size"].isin(list(sizes))]
+    out = t.pivot_table(index="size", columns=["backend", "piece"], values="gather/copy+ip",
+                        aggfunc="min", observed=True)
+    out.index.name = "n (aligned; unaligned n − 1)"
+    return out
+
+
 def headline(results: Mapping[tuple[str, bool], Any]) -> dict[str, Any]:
+    """The thresholds per backend, for the index's headline table."""
     out: dict[str, dict[str, Any]] = {}
     for (be, al), r in results.items():
         out.setdefault(be, {})["aligned" if al else "unaligned"] = r.threshold
     return {"backends": out}
+
+
+RATIO_CAPTION = (
+    "How to read the figure: each line is gather / copy+ip per size (the median of the "
+    "samples; below 1 the gather is faster), green where the first piece ends on a block "
+    "boundary (aligned), orange where it does not. The solid horizontal line is 1 (equal), "
+    "the dashed one 1 + rtol (the tolerance within which the gather counts as as fast). A "
+    "dotted vertical line marks a threshold (copy below it), and the shaded band of its "
+    "colour its bootstrap confidence interval; no vertical line: the threshold is 0 or none.")
 
 
 def plot_ratio(results: Mapping[tuple[str, bool], Any]):

@@ -144,6 +144,23 @@ def conclusions(static: pd.DataFrame, tt: pd.DataFrame, profile: Profile) -> lis
     return lines
 
 
+def recommendation(static: pd.DataFrame, tt: pd.DataFrame, profile: Profile) -> str:
+    """What to do, from the data: fix what the checks found, else keep them on every change."""
+    kern = static[static["name"] != "controls"]
+    bad = sorted(set(kern.loc[(kern["errors"] > 0) | (kern["known"] > 0), "name"]))
+    if bad:
+        return (f"fix the constant-time findings in {fmt_list(bad)} (see the static table) "
+                "before using these kernels on secrets.")
+    leaky = tt[(tt["impl"] == "kernel") & tt["leak"]] if len(tt) else tt
+    if len(leaky) and not profile.tiny:
+        tests = [f"{r.backend} {r.op}" for r in leaky.itertuples()]
+        return (f"re-run `vgkernels ct-timing` on a quiet machine for {fmt_list(tests)}: the "
+                "static check finds nothing there, the timing test does.")
+    return ("nothing to fix: keep the static check (tests/test_ct.py) on every change; it "
+            "covers every backend whatever the host has, and its controls prove it still "
+            "catches leaks.")
+
+
 def abs_t_for_plot(tt: pd.DataFrame) -> pd.DataFrame:
     """|t| per test, floored for a log axis, labelled backend / op."""
     out = tt.assign(test=tt["backend"] + " " + tt["op"],
@@ -152,5 +169,5 @@ def abs_t_for_plot(tt: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-__all__ = ["KINDS", "abs_t_for_plot", "conclusions", "findings_table", "samples", "static_table",
-           "timing_table", "variants"]
+__all__ = ["KINDS", "abs_t_for_plot", "conclusions", "findings_table", "recommendation",
+           "samples", "static_table", "timing_table", "variants"]

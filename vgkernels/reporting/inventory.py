@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .common import Profile, fmt_list, fmt_range, get_profile, plural
+from .common import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
 
 # -- CPU and backends ------------------------------------------------------------------------
 
@@ -222,6 +222,7 @@ def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str
 
 
 def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFrame:
+    """Generation, cold compile and warm load times of every kernel set a profile builds."""
     return pd.DataFrame([compile_times(b, v) for b in backends for v in variants(b, profile)])
 
 
@@ -248,11 +249,64 @@ def selfcheck_table(backends: Sequence[str], cases: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# -- plots ---------------------------------------------------------------------------------------
+
+
+def plot_compile_times(times: pd.DataFrame):
+    """IR generation and cold compile (seconds) beside the warm load from the disk cache
+    (milliseconds: on the seconds axis its bar would be invisible), legends outside the
+    bars."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if times.empty:
+        return empty_figure("no kernel set was compiled", "Compile times")
+    rows = max(2, times["backend"].nunique())
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.55 * rows * 2 + 1.2),
+                                   gridspec_kw={"width_ratios": [2, 1]})
+    slow = times.melt(id_vars=["backend", "tail"], value_vars=["generate_s", "cold_compile_s"],
+                      var_name="step", value_name="seconds")
+    slow["step"] = slow["step"].map({"generate_s": "generate IR",
+                                     "cold_compile_s": "cold compile"})
+    sns.barplot(data=slow, x="seconds", y="backend", hue="step", ax=ax1, errorbar=None)
+    ax1.set_title("IR generation and cold compile (s)")
+    ax1.set_ylabel("")
+    ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
+    warm = times.assign(ms=times["warm_load_s"] * 1000)
+    sns.barplot(data=warm, x="ms", y="backend", hue="tail", ax=ax2, errorbar=None)
+    ax2.set_title("warm load from the disk cache (ms)")
+    ax2.set_xlabel("milliseconds")
+    ax2.set_ylabel("")
+    ax2.legend(title="tail", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2,
+               frameon=False)
+    fig.suptitle("Per kernel set: generate + compile cold, or load warm", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
 # -- prose ---------------------------------------------------------------------------------------
+
+
+def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
+    """What to use on this host: the best usable backend, unless its self-check failed."""
+    from ..backends import choose
+
+    best = choose().name
+    bad = set(check.loc[check["ok"].notna() & ~check["ok"].fillna(True).astype(bool),
+                        "backend"]) if len(check) else set()
+    if bad:
+        return (f"do not use {fmt_list(sorted(bad))} on this host: the self-check failed "
+                "(see below).")
+    usable = backends[backends["usable"]]
+    checked = bool(len(check)) and bool(check["ok"].notna().any())
+    return (f"use `{best}` here (the default: the best of the {len(usable)} usable "
+            "backends)" + ("; every checked backend agrees with the reference model."
+                           if checked else "."))
 
 
 def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
                 times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    """Computed statements about the host, backends, code size, compile times and the self-check."""
     from ..backends import choose
 
     usable = backends[backends["usable"]]

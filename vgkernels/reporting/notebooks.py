@@ -14,14 +14,21 @@ import os
 from pathlib import Path
 
 NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
-             "05_two_slice", "06_peers_roofline", "08_constant_time")
+             "05_two_slice", "06_peers_roofline", "08_constant_time", "09_across_hosts")
 NOTEBOOKS_ENV = "VG_NOTEBOOKS"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
+def packaged_dir() -> Path:
+    """Where an installed (non-editable) vgkernels keeps its copy of the notebooks; setup.py
+    puts them there when it builds the package."""
+    return Path(__file__).resolve().parents[1] / "notebooks"
+
+
 def notebooks_dir(override: str | Path | None = None) -> Path:
-    """The notebooks/ directory: ``override``, ``$VG_NOTEBOOKS``, the checkout the package
-    was installed from (editable install), or one at or above the current directory."""
+    """The notebooks directory: ``override``, ``$VG_NOTEBOOKS``, the checkout the package
+    was installed from (editable install), the copy inside an installed package, or a
+    checkout at or above the current directory."""
     from .common import project_root
 
     cands: list[Path] = []
@@ -29,16 +36,36 @@ def notebooks_dir(override: str | Path | None = None) -> Path:
         cands.append(Path(override))
     if os.environ.get(NOTEBOOKS_ENV):
         cands.append(Path(os.environ[NOTEBOOKS_ENV]))
-    for start in (Path(__file__).resolve().parents[2], None):
-        root = project_root(start)
-        if root is not None:
-            cands.append(root / "notebooks")
+    root = project_root(Path(__file__).resolve().parents[2])
+    if root is not None:
+        cands.append(root / "notebooks")
+    cands.append(packaged_dir())
+    root = project_root()
+    if root is not None:
+        cands.append(root / "notebooks")
     for c in cands:
-        if c.is_dir() and any(c.glob("[0-9][0-9]_*.ipynb")) or any(c.glob("[0-9][0-9]_*.py")):
+        if c.is_dir() and (any(c.glob("[0-9][0-9]_*.ipynb")) or any(c.glob("[0-9][0-9]_*.py"))):
             return c.resolve()
     raise FileNotFoundError(
-        "cannot find the report notebooks (notebooks/NN_*.ipynb): run from a checkout of "
-        f"vgkernels, install it editable (pip install -e .), or set {NOTEBOOKS_ENV}")
+        "cannot find the report notebooks (NN_*.ipynb): install vgkernels from a wheel or "
+        f"a checkout (pip install . / pip install -e .), or set {NOTEBOOKS_ENV}")
+
+
+def copy_out(dest: str | Path, overwrite: bool = False, source: str | Path | None = None
+             ) -> list[Path]:
+    """Copy the report notebooks (.ipynb, no outputs) into ``dest`` to open in JupyterLab;
+    FileExistsError rather than overwrite one, unless ``overwrite``.  Returns the copies."""
+    import shutil
+
+    src = notebooks_dir(source)
+    dest = Path(dest)
+    paths = discover(src)
+    clash = [dest / p.name for p in paths if (dest / p.name).exists()]
+    if clash and not overwrite:
+        raise FileExistsError(f"{', '.join(str(c) for c in clash)} already exist(s) "
+                              "(--force overwrites)")
+    dest.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copyfile(p, dest / p.name)) for p in paths]
 
 
 def discover(directory: Path) -> list[Path]:

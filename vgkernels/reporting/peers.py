@@ -1,15 +1,20 @@
-"""06_peers_roofline: throughput of every backend against OpenSSL (masked per backend to the
-same CPU features) and cryptography (timed through its Python call), and each backend's share
-of its CTR-only roofline (the ctr32 keystream rate)."""
+"""06_peers_roofline: throughput of every backend against its peers, each masked per backend to
+the same CPU features (the system's OpenSSL, the OpenSSL 4 cryptography bundles, aws-lc from
+the awscrt wheel, EVP_AEAD libraries given by path) and cryptography (timed through its Python
+call); "vs best peer" names the fastest peer at each instruction-set level (see
+vgkernels.reporting.peerset); and each backend's share of its CTR-only roofline (the ctr32
+keystream rate)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile
+from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
+from .peerset import best_peers, peer_names, seal_times
 
 HEADLINE_SIZES = (16, 1024, 16384)
 LABELS = {"seal": "vgkernels seal", "copy_ip": "vgkernels copy+ip (n+1)",
@@ -17,6 +22,8 @@ LABELS = {"seal": "vgkernels seal", "copy_ip": "vgkernels copy+ip (n+1)",
           "openssl4_seal": "OpenSSL 4.0.3 (cryptography's, native)",
           "openssl4_copy": "OpenSSL 4.0.3 copy+seal (cryptography's, native, n+1)",
           "cryptography_py": "cryptography AESGCM (incl. Python call)",
+          "aead_seal": "{peer}", "aead_scatter": "{peer} seal_scatter (n+1)",
+          "aead_copy": "{peer} copy+seal (n+1)", "aead_open": "{peer} open",
           "ctr32": "ctr32 (AES only)", "ghash": "ghash", "encrypt_blocks": "encrypt_blocks",
           }
 
@@ -31,6 +38,7 @@ def sizes(profile: str | Profile) -> list[int]:
 
 
 def roofline_sizes(profile: str | Profile) -> list[int]:
+    """Sizes of the roofline sweep for a profile."""
     prof = get_profile(profile)
     return prof.pick([16384], [1024, 16384, 65536], [1024, 4096, 16384, 65536])
 
@@ -43,18 +51,51 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["backend", "impl", "op", "shape", "n", "bytes"]
     b = t.groupby(keys, observed=True, as_index=False)["ns"].min()
     b["gbps"] = b["bytes"].astype(float) / b["ns"]
-    b["series"] = b["op"].map(labels(df)).fillna(b["op"])
+    lab, names = labels(df), peer_names(df)
+    b["series"] = [lab.get(op, op).format(peer=names.get(("aead_seal", impl), impl))
+                   for op, impl in zip(b["op"], b["impl"], strict=True)]
     return b
 
 
 def labels(df: pd.DataFrame) -> dict[str, str]:
-    """LABELS with the bundled OpenSSL's version as measured (``bundled_openssl_version``)."""
+    """LABELS with the peers' versions as measured: the system OpenSSL's (labelled "no VAES
+    code" when it is a 3.0 or older) and the bundled one's."""
+    names = peer_names(df)
+    out = dict(LABELS)
+    sys_name = names.get(("openssl", "openssl"), "OpenSSL")
+    out["openssl"] = f"{sys_name} (masked)"
+    out["openssl_copy"] = f"{sys_name} copy+seal (n+1, masked)"
     col = df.get("bundled_openssl_version")
     seen = col.dropna() if col is not None else ()
-    if not len(seen):
-        return LABELS
-    ver = " ".join(str(seen.iloc[0]).split()[:2])  # "OpenSSL 4.0.3"
-    return {k: v.replace("OpenSSL 4.0.3", ver) for k, v in LABELS.items()}
+    if len(seen):
+        ver = " ".join(str(seen.iloc[0]).split()[:2])  # "OpenSSL 4.0.3"
+        out = {k: v.replace("OpenSSL 4.0.3", ver) for k, v in out.items()}
+    return out
+
+
+def peer_paths(df: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and peer: its version, the capability vector it ran with (read back from
+    the library) and the GCM code that vector selects."""
+    if df.empty:
+        return pd.DataFrame()
+    rows = []
+    for be, g in df.groupby("backend", sort=False, observed=True):
+        r = g.iloc[0]
+        if pd.notna(r.get("openssl_version")):
+            rows.append({"backend": be, "peer": r["openssl_version"],
+                         "effective OPENSSL_ia32cap": r.get("ia32cap_effective"),
+                         "GCM path": r.get("openssl_path")})
+        if pd.notna(r.get("bundled_openssl_version")):
+            rows.append({"backend": be, "peer": r["bundled_openssl_version"],
+                         "effective OPENSSL_ia32cap": r.get("bundled_ia32cap_effective"),
+                         "GCM path": r.get("bundled_openssl_path")})
+        for text in g["aead_peers"].dropna().unique() if "aead_peers" in g else ():
+            for name, info in json.loads(text).items():
+                rows.append({"backend": be, "peer": f"{name}: {info.get('version')}",
+                             "effective OPENSSL_ia32cap": info.get("ia32cap_effective"),
+                             "GCM path": info.get("gcm_path")})
+            break
+    return pd.DataFrame(rows)
 
 
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -68,24 +109,33 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per backend and n: vgkernels seal and OpenSSL (ns), OpenSSL / ours, and cryptography."""
+    """Per backend and n: our seal (ns, with the median's 95% interval), the fastest peer at
+    that instruction-set level (named) and its time over ours, then every peer's time over
+    ours (one column each), our copy + seal of n + 1 bytes, and cryptography's Python call."""
+    st = seal_times(df)
+    if st.empty:
+        return pd.DataFrame()
     b = tidy(df)
-    if b.empty:
-        return b
-    w = b.pivot_table(index=["backend", "n"], columns="op", values="ns", observed=True)
-    w = w.reindex(columns=["seal", "openssl", "openssl4_seal", "copy_ip", "openssl_copy",
-                           "openssl4_copy", "cryptography_py"])
-    w.columns.name = None
-    w = w.reset_index()
-    w["OpenSSL / ours"] = w["openssl"] / w["seal"]
-    w["OpenSSL 4 native / ours"] = w["openssl4_seal"] / w["seal"]
-    w["OpenSSL copy / ours copy"] = w["openssl_copy"] / w["copy_ip"]
-    w["seal GB/s"] = w["n"] / w["seal"]
-    return w.rename(columns={"seal": "seal ns", "openssl": "OpenSSL ns",
-                             "openssl4_seal": "OpenSSL 4 native ns (cryptography's)",
-                             "copy_ip": "copy+ip ns", "openssl_copy": "OpenSSL copy ns",
-                             "openssl4_copy": "OpenSSL 4 native copy ns",
-                             "cryptography_py": "cryptography ns (Python call)"})
+    rows = []
+    for (be, n), g in st.groupby(["backend", "n"], sort=False, observed=True):
+        ours = g[g["who"] == "ours"]
+        if ours.empty:
+            continue
+        o = ours.iloc[0]
+        peers = g[g["who"] != "ours"]
+        row: dict[str, object] = {"backend": be, "n": int(n), "seal ns": float(o["ns"]),
+                                  "seal median 95% ns": f"{o['lo']:.0f}..{o['hi']:.0f}",
+                                  "seal GB/s": int(n) / float(o["ns"])}
+        if len(peers):
+            best = peers.loc[peers["ns"].idxmin()]
+            row["best peer"] = best["who"]
+            row["best peer / ours"] = float(best["ns"]) / float(o["ns"])
+        for who, ns in zip(peers["who"], peers["ns"], strict=True):
+            row[f"{who} / ours"] = float(ns) / float(o["ns"])
+        row["copy+ip ns (n+1)"] = _at(b, be, "copy_ip", int(n))
+        row["cryptography ns (Python call)"] = _at(b, be, "cryptography_py", int(n))
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def roofline_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -112,11 +162,12 @@ def plot_throughput(df: pd.DataFrame):
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
-    ops = ("seal", "copy_ip", "openssl", "openssl_copy", "openssl4_seal", "cryptography_py")
+    ops = ("seal", "copy_ip", "openssl", "openssl_copy", "openssl4_seal", "aead_seal",
+           "cryptography_py")
     b = b[b["op"].isin(ops)]
     order = list(dict.fromkeys(b["backend"]))
-    lab = labels(df)
-    hue_order = [lab[o] for o in ops if lab[o] in set(b["series"])]
+    hue_order = list(dict.fromkeys(b.sort_values("op", key=lambda c: c.map(ops.index))
+                                   ["series"]))
     g = sns.relplot(data=b, x="bytes", y="gbps", hue="series", hue_order=hue_order,
                     col="backend", col_order=order, col_wrap=min(3, len(order)) or 1,
                     kind="line", marker="o", markersize=4, height=3.4, aspect=1.35,
@@ -125,7 +176,7 @@ def plot_throughput(df: pd.DataFrame):
         ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
     g.set_axis_labels("bytes", "GB/s (bytes / ns, best of k)")
-    g.figure.suptitle("Throughput: each backend against OpenSSL masked to its features",
+    g.figure.suptitle("Throughput: each backend against its peers, masked to its features",
                       y=1.02)
     return g
 
@@ -159,6 +210,7 @@ def plot_all(df: pd.DataFrame):
 
 
 def plot_roofline(rt: pd.DataFrame):
+    """Each backend's seal and encrypt_blocks as a share of its CTR-only rate."""
     import matplotlib.pyplot as plt
 
     if rt.empty:
@@ -185,16 +237,24 @@ def _at(b: pd.DataFrame, be: str, op: str, n: int) -> float:
     return float(v.min()) if len(v) else float("nan")
 
 
+def api_sizes(profile: str | Profile) -> list[int]:
+    """Sizes of the API call-cost table (tiny: 16 B alone)."""
+    return get_profile(profile).pick([16], [16, 1024, 16384], [16, 1024, 16384])
+
+
 def headline(df: pd.DataFrame, rt: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Per backend: GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer at that level at
+    1 KiB and 16 KiB (``best_peer_16k``, ``best_peer_ratio_16k``: its time over ours) and
+    every peer's ratio (``peers_16k``), the roofline share."""
     b = tidy(df)
     out: dict[str, dict[str, Any]] = {}
     if b.empty:
         return {"backends": out}
+    bp = best_peers(df)
     for be in dict.fromkeys(b["backend"]):
-        s16k, o16k = _at(b, be, "seal", 16384), _at(b, be, "openssl", 16384)
-        s1k, o1k = _at(b, be, "seal", 1024), _at(b, be, "openssl", 1024)
-        h = {"gbps_16k": 16384 / s16k, "ns_16": _at(b, be, "seal", 16), "ns_1k": s1k,
-             "openssl_ratio_16k": o16k / s16k, "openssl_ratio_1k": o1k / s1k}
+        s16k, s1k = _at(b, be, "seal", 16384), _at(b, be, "seal", 1024)
+        h: dict[str, Any] = {"gbps_16k": 16384 / s16k, "ns_16": _at(b, be, "seal", 16),
+                             "ns_1k": s1k, **bp.get(str(be), {})}
         if rt is not None and len(rt):
             r = rt[rt["backend"] == be].sort_values("n")
             if len(r):
@@ -205,26 +265,58 @@ def headline(df: pd.DataFrame, rt: pd.DataFrame | None = None) -> dict[str, Any]
     return {"backends": out}
 
 
-def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
+def recommendation(df: pd.DataFrame) -> str:
+    """The backend to use for bulk data here: the fastest seal at the largest size."""
     b = tidy(df)
-    lines = []
+    if b.empty:
+        return "none: nothing was measured."
+    top = int(b["n"].max())
+    seal = b[(b["op"] == "seal") & (b["n"] == top)]
+    if seal.empty:
+        return "none: no seal was measured."
+    best = seal.loc[seal["gbps"].idxmax()]
+    return (f"use `{best.backend}` for bulk data on this host ({best.gbps:.2f} GB/s at "
+            f"{fmt_bytes(top)}, the fastest of {plural(seal['backend'].nunique(), 'backend')} "
+            "measured).")
+
+
+def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
+    """Per backend: our rate at the largest size against the fastest peer masked to the same
+    features (named; every peer's ratio after it), 16 B against the same, the roofline."""
+    b = tidy(df)
     if b.empty:
         return ["Nothing was measured."]
+    st = seal_times(df)
     top = int(b["n"].max())
+    lines = []
+    ahead = []
     for be in dict.fromkeys(b["backend"]):
-        s_top, o_top = _at(b, be, "seal", top), _at(b, be, "openssl", top)
-        s16, o16 = _at(b, be, "seal", 16), _at(b, be, "openssl", 16)
-        c16 = _at(b, be, "cryptography_py", 16)
+        s_top = _at(b, be, "seal", top)
         txt = f"**{be}**: at {fmt_bytes(top)} it seals at {top / s_top:.2f} GB/s"
-        if np.isfinite(o_top):
-            txt += (f", {o_top / s_top:.2f}× the rate of OpenSSL masked to the same features "
-                    f"({top / o_top:.2f} GB/s)")
+        at = st[(st["backend"] == be) & (st["n"] == top) & (st["who"] != "ours")]
+        if len(at) and np.isfinite(s_top):
+            best = at.loc[at["ns"].idxmin()]
+            ratio = float(best["ns"]) / s_top
+            txt += (f", {ratio:.2f}× the rate of the fastest peer masked to the same features, "
+                    f"{best['who']} ({top / float(best['ns']):.2f} GB/s)")
+            others = at[at["who"] != best["who"]]
+            if len(others):
+                txt += "; the others: " + ", ".join(
+                    f"{w} {float(ns) / s_top:.2f}×" for w, ns in zip(others["who"],
+                                                                     others["ns"], strict=True))
+            if ratio > 1:
+                ahead.append(str(be))
+        at16 = st[(st["backend"] == be) & (st["n"] == 16) & (st["who"] != "ours")]
+        s16 = _at(b, be, "seal", 16)
         if np.isfinite(s16):
             txt += f"; at 16 B it takes {fmt_ns(s16)}"
-            if np.isfinite(o16):
-                txt += f" against OpenSSL's {fmt_ns(o16)} ({o16 / s16:.2f}×)"
+            if len(at16):
+                bst = at16.loc[at16["ns"].idxmin()]
+                txt += (f" against {fmt_ns(float(bst['ns']))} for the fastest peer there, "
+                        f"{bst['who']} ({float(bst['ns']) / s16:.2f}×)")
+            c16 = _at(b, be, "cryptography_py", 16)
             if np.isfinite(c16):
-                txt += f" and cryptography's {fmt_ns(c16)} including its Python call"
+                txt += f"; cryptography's AESGCM takes {fmt_ns(c16)} including its Python call"
         if len(rt):
             r = rt[rt["backend"] == be].sort_values("n")
             if len(r) and np.isfinite(r["seal share of ctr32"].iloc[-1]):
@@ -237,12 +329,10 @@ def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
     seal = b[(b["op"] == "seal") & (b["n"] == top)]
     if len(seal) > 1:
         best = seal.loc[seal["gbps"].idxmax()]
-        lines.append(f"Fastest at {fmt_bytes(top)}: `{best.backend}` at {best.gbps:.2f} GB/s.")
-    ossl = b[b["op"] == "openssl"]
-    if len(ossl):
-        beat = [be for be in dict.fromkeys(b["backend"])
-                if _at(b, be, "openssl", top) > _at(b, be, "seal", top)]
-        lines.append(f"At {fmt_bytes(top)}, {len(beat)} of {b['backend'].nunique()} backends "
-                     f"are faster than OpenSSL masked to their features"
-                     + (f" ({', '.join(beat)})" if beat else "") + ".")
+        lines.insert(0, f"Use `{best.backend}` where the CPU has it: fastest at "
+                        f"{fmt_bytes(top)}, {best.gbps:.2f} GB/s.")
+    if len(st[st["who"] != "ours"]):
+        lines.append(f"At {fmt_bytes(top)}, {len(ahead)} of {b['backend'].nunique()} backends "
+                     "are faster than every peer masked to their features"
+                     + (f" ({', '.join(ahead)})" if ahead else "") + ".")
     return lines

@@ -193,9 +193,12 @@ def plot_partial(df: pd.DataFrame, op: str = "seal"):
                     col="backend", col_order=order, col_wrap=min(3, len(order)) or 1,
                     kind="line", marker="o", height=3.3, aspect=1.3,
                     facet_kws={"sharey": False})
+    from matplotlib.ticker import MaxNLocator
+
     for be, ax in g.axes_dict.items():
         w = int(at.get(be, 0))
         ax.set_title(f"{be}: {w} whole blocks + p bytes")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # bytes: no 2.5
     g.set_axis_labels("partial bytes p", "ns per call (best of k)")
     g.figure.suptitle(f"Partial final block ({op})", y=1.02)
     return g
@@ -226,8 +229,52 @@ def plot_excess(ex: pd.DataFrame, rtol: float = RTOL):
 # -- prose -----------------------------------------------------------------------------------
 
 
+def leftover_costs(rem: pd.DataFrame) -> dict[str, tuple[int, float, float]]:
+    """Per backend measured with both tails: (t, ns with tail=split, ns with tail=full) for
+    t = half the largest leftover, from the remainder lines."""
+    out: dict[str, tuple[int, float, float]] = {}
+    if not len(rem) or rem["tail"].nunique() < 2:
+        return out
+    for be, g in rem.groupby("backend"):
+        w = g.set_index("tail")
+        if {"split", "full"} <= set(w.index):
+            t_mid = max(1, int(w.loc["full", "t_max"]) // 2)
+            cs = w.loc["split", "fixed_ns"] + w.loc["split", "per_block_ns"] * t_mid
+            cf = w.loc["full", "fixed_ns"] + w.loc["full", "per_block_ns"] * t_mid
+            out[str(be)] = (t_mid, float(cs), float(cf))
+    return out
+
+
+def recommendation(rem: pd.DataFrame, ex: pd.DataFrame, rtol: float = RTOL,
+                   tol: float = 0.02) -> str:
+    """Which tail makes leftover blocks cheaper per backend, and whether any size needs a
+    look (above the linear model by more than ``rtol``)."""
+    costs = leftover_costs(rem)
+    full = [be for be, (_, cs, cf) in costs.items() if cs > 0 and cf < cs * (1 - tol)]
+    split = [be for be, (_, cs, cf) in costs.items() if cs > 0 and cf > cs * (1 + tol)]
+    even = [be for be in costs if be not in full and be not in split]
+    parts = []
+    if full:
+        parts.append(f"`tail=full` for leftover blocks on {fmt_list(full)}")
+    if split:
+        parts.append(f"`tail=split` on {fmt_list(split)}")
+    if even:
+        parts.append(f"either tail on {fmt_list(even)} (within {tol:.0%})")
+    if not parts:
+        parts.append("no tail choice can be made (the remainder was not measured with both "
+                     "tails)")
+    flagged = (sorted(set(ex.loc[ex["flagged"] & (ex["op"] == "seal"), "backend"]))
+               if len(ex) else [])
+    parts.append(f"look at the sizes flagged on {fmt_list(flagged)} (above the linear model "
+                 f"by more than {rtol:.0%})" if flagged else
+                 f"no size needs a look (none above the linear model by more than {rtol:.0%})")
+    return "; ".join(parts) + "."
+
+
 def conclusions(models: pd.DataFrame, rem: pd.DataFrame, ex: pd.DataFrame,
                 rtol: float = RTOL) -> list[str]:
+    """Per backend and tail, computed statements from the cost models, the leftover lines and the
+    excess."""
     lines = []
     if models.empty:
         return ["No cost model could be fitted (too few sizes measured)."]

@@ -24,6 +24,7 @@ def sizes(profile: str | Profile) -> list[int]:
 
 
 def has_two_slice(backend: Any) -> bool:
+    """Whether a backend row has a two-slice entry."""
     return bool(getattr(backend, "two_slice", False))
 
 
@@ -78,6 +79,7 @@ def plot(tab: pd.DataFrame):
 
 
 def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> list[str]:
+    """Per backend, computed statements: two-slice first against copy first, n % 16 = 15 apart."""
     if not eligible:
         from ..backends import BACKENDS
 
@@ -99,10 +101,13 @@ def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> li
         txt = f"**{be}**: "
         if len(other):
             faster = int((other > 1).sum())
+            gain = other.max() - 1
+            by = (f", by up to {gain:.1%}" if gain >= 0.0005 else
+                  ", by less than 0.05%" if faster else "")
             txt += (f"where n % 16 ≠ 15 ({len(other)} sizes) copy first / two-slice first is "
-                    f"{fmt_range(other.min(), other.max(), '.3f')} (median "
-                    f"{other.median():.3f}): the two-slice path first is faster at {faster} "
-                    f"of them, by up to {max(other.max() - 1, 0):.0%}")
+                    f"{fmt_range(other.min(), other.max(), '.2f')} (median "
+                    f"{other.median():.2f}): the two-slice path first is faster at {faster} "
+                    f"of them{by}")
         if len(at15):
             verdict = ("slower at every one" if (at15 < 1).all() else
                        "faster at every one" if (at15 > 1).all() else
@@ -110,7 +115,7 @@ def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> li
             txt += (("; " if len(other) else "") +
                     f"at n % 16 = 15 (n = {fmt_list(t.loc[m15, 'n'].astype(int).tolist())}), "
                     f"where the extra byte completes the last block, the ratio is "
-                    f"{fmt_range(at15.min(), at15.max(), '.3f')}: the two-slice path first is "
+                    f"{fmt_range(at15.min(), at15.max(), '.2f')}: the two-slice path first is "
                     f"{verdict}")
         g = t["gather / two-slice first"].dropna()
         if len(g):
@@ -125,7 +130,32 @@ def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> li
     return lines
 
 
+def recommendation(tab: pd.DataFrame, eligible: list[str], tol: float = 0.01) -> str:
+    """Per backend with a two-slice path: take it first where it beats copying first by more
+    than ``tol`` at the median n, else copy first (or either)."""
+    if not eligible or tab.empty:
+        return "none: no backend with a two-slice path was measured here."
+    use, copy, even = [], [], []
+    for be in eligible:
+        r = tab.loc[tab["backend"] == be, "copy first / two-slice first"].dropna()
+        if r.empty:
+            continue
+        med = float(r.median())
+        (use if med > 1 + tol else copy if med < 1 - tol else even).append(f"{be} "
+                                                                            f"({med:.2f})")
+    parts = []
+    if use:
+        parts.append(f"seal TLS records with the two-slice path first on {fmt_list(use)}")
+    if copy:
+        parts.append(f"copy first on {fmt_list(copy)}")
+    if even:
+        parts.append(f"either order on {fmt_list(even)} (within {tol:.0%})")
+    return ("; ".join(parts) + " (median copy first / two-slice first in brackets)."
+            if parts else "none: no size was measured with both orders.")
+
+
 def headline(tab: pd.DataFrame) -> dict[str, Any]:
+    """Per backend: the median copy first / two-slice first ratio, apart and at n % 16 = 15."""
     out: dict[str, dict[str, Any]] = {}
     if tab.empty:
         return {"backends": out}

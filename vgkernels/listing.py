@@ -1,0 +1,79 @@
+"""A backend's generated code as text (``vgkernels asm``): optimised assembly or LLVM IR for
+any variant and target CPU, whole or one function.
+
+Nothing is loaded or run, so the code of a backend this CPU lacks can be read too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import jit
+from .backends import Backend, Variant, get
+from .kernels.build import generate
+
+# LLVM CPU names offered by ``--cpu`` (any name LLVM knows works from Python; these are the
+# x86-64 levels and the cores the backends target).  "host" is this machine's CPU.
+CPUS = ("host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "haswell", "skylake",
+        "skylake-avx512", "icelake-server", "sapphirerapids", "znver3", "znver4", "znver5")
+
+_IR_DEFINE = re.compile(r'^define\b.*?@"?([\w.$]+)"?\s*\(')
+_ASM_TYPE = re.compile(r'^\s*\.type\s+"?([\w.$]+)"?\s*,\s*@function', re.M)
+
+
+def cpu_name(backend: Backend, cpu: str | None) -> str | None:
+    """The LLVM CPU to schedule for: ``cpu`` ("host": this machine), else the backend's."""
+    if cpu == "host":
+        from .cpu import host_cpu_name
+
+        return host_cpu_name()
+    return cpu or backend.llvm_cpu
+
+
+def text(backend: str | Backend, variant: Variant | None = None, cpu: str | None = None,
+         ir: bool = False) -> tuple[str, str]:
+    """(symbol prefix, optimised assembly or IR) of a backend's kernels."""
+    be = backend if isinstance(backend, Backend) else get(backend)
+    prefix, source = generate(be, variant)
+    tm = jit.target_machine(be.llvm_features, cpu_name(be, cpu))
+    module = jit.optimise(source, tm)
+    return prefix, (str(module) if ir else tm.emit_assembly(module))
+
+
+def functions(listing: str, ir: bool = False) -> dict[str, str]:
+    """Each function's text in an assembly (or IR) listing, by symbol, in order."""
+    out: dict[str, list[str]] = {}
+    cur: str | None = None
+    if ir:
+        for line in listing.splitlines():
+            m = _IR_DEFINE.match(line)
+            if m:
+                cur = m.group(1)
+                out[cur] = []
+            if cur is not None:
+                out[cur].append(line)
+                if line.startswith("}"):
+                    cur = None
+        return {k: "\n".join(v) + "\n" for k, v in out.items()}
+    names = set(_ASM_TYPE.findall(listing))
+    for line in listing.splitlines():
+        s = line.strip()
+        label = s[:-1].strip('"') if s.endswith(":") else None
+        if label in names:
+            cur = label
+            out[cur] = []
+        if cur is not None:
+            out[cur].append(line)
+            if s.startswith(".size") or s.startswith(".Lfunc_end"):
+                cur = None
+    return {k: "\n".join(v) + "\n" for k, v in out.items()}
+
+
+def pick(funcs: dict[str, str], prefix: str, name: str) -> str:
+    """The text of one function: ``name`` is its full symbol or what follows the prefix
+    (``seal`` for ``vg_vaes_avx512_seal``).  KeyError (listing the names) when none matches."""
+    for sym in (name, f"{prefix}_{name}"):
+        if sym in funcs:
+            return funcs[sym]
+    short = sorted(s.removeprefix(prefix + "_") for s in funcs)
+    raise KeyError(f"no function {name!r} in {prefix}; functions: {', '.join(short)}")
