@@ -91,6 +91,9 @@ def _execute(name: str, tmp: Path, kernel: str, **extra) -> tuple[Path, dict]:
 
 @pytest.mark.parametrize("name", nbs.NOTEBOOKS)
 def test_notebook_runs_tiny(name, tmp_path, kernel_name):
+    why = nbs.skip_reason(name)
+    if why:
+        pytest.skip(f"{name} needs a tool: {why}")
     out, notes = _execute(name, tmp_path, kernel_name)
     nb = nbformat.read(out / f"{name}.ipynb", as_version=4)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
@@ -242,6 +245,21 @@ def _check_peers(out: Path, notes: dict) -> None:
     assert {"encrypt", "decrypt", "encrypt two pieces", "stream update"} <= set(t["op"])
 
 
+def _check_predict(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    from vgkernels.predict import recommend
+
+    df = pd.read_csv(out / "tables" / "07_predict-predictions.csv")
+    assert set(df["region"]) >= {"stitch", "leftover"}
+    assert (df.loc[df["region"] == "stitch", "cycles_per_byte"] > 0).all()
+    v = pd.read_csv(out / "tables" / "07_predict-host_validation.csv")
+    assert len(v) >= 1 and (v["ratio"] > 0).all()
+    table = recommend.load(out / recommend.FILENAME)
+    assert "znver4" in table["cpus"] and table["llvm_mca"].startswith("19")
+    assert "worst_ratio" in notes["headline"]
+
+
 def _check_hosts(out: Path, notes: dict) -> None:
     import pandas as pd
 
@@ -274,5 +292,5 @@ def _check_constant_time(out: Path, notes: dict) -> None:
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
           "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
-          "08_constant_time": _check_constant_time,
+          "07_predict": _check_predict, "08_constant_time": _check_constant_time,
           "09_across_hosts": _check_hosts}

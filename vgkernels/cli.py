@@ -9,6 +9,7 @@
   vgkernels notebooks DIR          copy the report notebooks out (to open in JupyterLab)
   vgkernels compare A B            two report or data folders: ratios, spreads, what changed
   vgkernels tune                   measure this CPU's copy_below thresholds and install them
+  vgkernels predict [--cpu ...]    llvm-mca's prediction for CPUs not at hand (see -h)
 
 A user error (an unknown name, a bad VG_CPU_FEATURES, a backend this CPU lacks) is one line
 on stderr and exit status 2, never a traceback.
@@ -245,6 +246,10 @@ def _main(argv: list[str]) -> int:
         from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "predict":
+        from .predict.cli import main as predict_main
+
+        return predict_main(argv[1:])
     if argv and argv[0] == "report":
         from .report import main as report_main
 
@@ -296,6 +301,7 @@ def _main(argv: list[str]) -> int:
                                 "(vgkernels tune -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
+    sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         return _export(args)

@@ -88,7 +88,7 @@ def kernel_manager_class() -> type:
 class NotebookRun:
     """One notebook's run in a report batch: status, time, error, artefacts."""
     name: str
-    status: str = "not run"  # ok | failed | not run
+    status: str = "not run"  # ok | failed | not run | skipped (error says why)
     seconds: float = 0.0
     error: str | None = None
     ipynb: str | None = None
@@ -619,7 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for p in chosen:
                 bar.start(p.stem)
-                runs[p.stem] = execute(p, out, params, kname, not args.no_html, args.timeout)
+                why = nbs.skip_reason(p.stem)
+                runs[p.stem] = (NotebookRun(p.stem, status="skipped", error=why) if why else
+                                execute(p, out, params, kname, not args.no_html, args.timeout))
                 bar.done(runs[p.stem])
         finally:
             bar.close()

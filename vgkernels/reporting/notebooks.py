@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
-             "05_two_slice", "06_peers_roofline", "08_constant_time", "09_across_hosts")
+             "05_two_slice", "06_peers_roofline", "07_predict", "08_constant_time",
+             "09_across_hosts")
 NOTEBOOKS_ENV = "VG_NOTEBOOKS"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -66,6 +67,15 @@ def copy_out(dest: str | Path, overwrite: bool = False, source: str | Path | Non
                               "(--force overwrites)")
     dest.mkdir(parents=True, exist_ok=True)
     return [Path(shutil.copyfile(p, dest / p.name)) for p in paths]
+
+
+def skip_reason(name: str) -> str | None:
+    """Why the batch must not run a notebook here (a tool it needs is missing), else None."""
+    if name.endswith("_predict"):
+        from ..predict.mca import missing_reason
+
+        return missing_reason()
+    return None
 
 
 def discover(directory: Path) -> list[Path]:

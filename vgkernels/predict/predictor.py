@@ -1,0 +1,133 @@
+"""Compile a backend's kernels for a named CPU, find the regions, run llvm-mca on each."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import jit
+from ..backends import Backend, Variant, get
+from . import loops, mca, model
+
+SIZE = 16384  # the size the headline prediction is for
+REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
+
+
+def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
+    """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
+    with the backend's features), cached on disk next to the objects (keyed like them)."""
+    from ..kernels.build import generate
+
+    v = variant.resolved(backend)
+    prefix, text = generate(backend, v)
+    d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
+    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
+    if path is not None and path.exists():
+        return prefix, path.read_text()
+    tm = jit.target_machine(backend.llvm_features, cpu)
+    out = tm.emit_assembly(jit.optimise(text, tm))
+    if path is not None:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(out)
+        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+    return prefix, out
+
+
+@dataclass(frozen=True)
+class Result:
+    backend: str
+    variant: Variant  # resolved
+    region: loops.Region
+    prediction: model.Prediction
+
+
+def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
+            regions: Sequence[str] = REGIONS) -> list[Result]:
+    be = backend if isinstance(backend, Backend) else get(backend)
+    v = (variant or Variant()).resolved(be)
+    prefix, text = assembly(be, v, cpu)
+    found = loops.regions(text, prefix, be, v)
+    tool = mca.find()
+    out = []
+    for name in regions:
+        if name not in found:
+            continue
+        r = found[name]
+        a = mca.analyse(r.text, cpu, tool=tool)
+        out.append(Result(be.name, v, r, model.predict(a, name, r.blocks_per_iteration)))
+    return out
+
+
+def sweep_variants(be: Backend) -> list[tuple[str, Variant]]:
+    """The variants a prediction table covers: the default, every other group size,
+    Karatsuba flipped, skew 0 / 6 (whichever is not the default), stitch_min = group."""
+    d = Variant().resolved(be)
+    out: list[tuple[str, Variant]] = [("default", Variant())]
+    out += [(f"group={g}", Variant(group=g)) for g in be.groups if g != d.group]
+    out.append((f"karatsuba={not d.karatsuba}", Variant(karatsuba=not d.karatsuba)))
+    sk = 0 if d.skew else 6
+    out.append((f"skew={sk}", Variant(skew=sk)))
+    if d.stitch_min != d.group:
+        out.append((f"stitch_min={d.group}", Variant(stitch_min=d.group)))
+    return out
+
+
+def rows(results: Iterable[Result], label: str = "") -> list[dict]:
+    from ..abi import CTX_NPOW
+
+    out = []
+    for r in results:
+        p = r.prediction
+        keys = p.region == "key_setup"  # per iteration: H powers, not blocks
+        out.append({
+            "cpu": p.cpu, "backend": r.backend, "variant": label or r.variant.tag(),
+            "group": r.variant.group, "karatsuba": bool(r.variant.karatsuba),
+            "skew": r.variant.skew, "stitch_min": r.variant.stitch_min, "region": p.region,
+            "instructions": p.instructions, "per_iteration": p.blocks_per_iteration,
+            "cycles_per_iteration": p.cycles_per_iteration,
+            "cycles_per_block": None if keys else p.cycles_per_block,
+            "cycles_per_byte": None if keys else p.cycles_per_byte,
+            # the H-power table (H^2 .. H^NPOW) the key setup builds; the AES key expansion
+            # before it (straight-line, run once) is not in the region
+            "key_setup_cycles": p.cycles_per_block * (CTX_NPOW - 1) if keys else None,
+            "resource_bound": p.resource_bound, "dispatch_bound": p.dispatch_bound,
+            "bottleneck": p.bottleneck,
+            "busiest": ", ".join(f"{n} {c:.1f}" for n, c in p.busiest),
+            "busiest_users": ", ".join(f"{m} {s:.0%}" for m, s in p.busiest_users.items()),
+            "mca_dependency_share": p.mca_dependency_share,
+            "mca_resource_share": p.mca_resource_share,
+            "loop_hash": hashlib.sha1(r.region.text.encode()).hexdigest()[:10],
+        })
+    return out
+
+
+def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
+          variants: str | Sequence[tuple[str, Variant]] = "sweep",
+          regions: Sequence[str] = REGIONS,
+          progress=None) -> pd.DataFrame:
+    """Predictions, one row per CPU x backend x variant x region, only for the backends each
+    CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s."""
+    from .targets import supported
+
+    out: list[dict] = []
+    for cpu in cpus:
+        bes = [b for b in supported(cpu) if backends is None or b.name in backends]
+        for be in bes:
+            if variants == "sweep":
+                vs = sweep_variants(be)
+            elif variants == "default":
+                vs = [("default", Variant())]
+            else:
+                vs = list(variants)  # type: ignore[arg-type]
+            for label, v in vs:
+                if progress:
+                    progress(cpu, be.name, label)
+                out += rows(predict(cpu, be, v, regions), label)
+    return pd.DataFrame(out)
+
+
+__all__ = ["REGIONS", "SIZE", "Result", "assembly", "predict", "rows", "sweep_variants", "table"]

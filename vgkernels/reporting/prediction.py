@@ -1,0 +1,174 @@
+"""Notebook 07_predict: llvm-mca's predictions per CPU, the winners, the host's measured row
+beside its prediction, and the per-CPU recommendation table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from .common import Profile
+
+
+def cpus(profile: Profile, requested: Sequence[str] | None = None) -> list[str]:
+    from ..predict.targets import CPUS
+
+    if requested:
+        return list(requested)
+    return ["znver3", "znver4"] if profile.tiny else list(CPUS)
+
+
+def backends(profile: Profile, host_backends: Sequence[str]) -> list[str] | None:
+    """Backends to predict: tiny only the host's (one compile per CPU), else every one."""
+    return list(host_backends) if profile.tiny else None
+
+
+def variants(profile: Profile) -> str:
+    """Which variants to predict: tiny only the defaults (seconds), else the sweep."""
+    return "default" if profile.tiny else "sweep"
+
+
+def host_sweep(profile: Profile) -> bool:
+    """Measure every swept variant on the host (full) or only the defaults."""
+    return profile.full
+
+
+def stitch_pivot(df: pd.DataFrame, region: str = "stitch") -> pd.DataFrame:
+    """cycles/byte, rows CPU x backend, columns the variants."""
+    d = df[df["region"] == region]
+    return d.pivot_table(index=["cpu", "backend"], columns="variant", values="cycles_per_byte",
+                         sort=False).round(3)
+
+
+def winners(df: pd.DataFrame) -> pd.DataFrame:
+    """Per CPU and backend: the fastest variant at 16 KiB, its gain over the default, its
+    leftover-loop rate, and what bounds it."""
+    st = df[df["region"] == "stitch"]
+    lo = df[df["region"] == "leftover"].set_index(["cpu", "backend", "variant"])[
+        "cycles_per_byte"]
+    rows = []
+    for (cpu, be), g in st.groupby(["cpu", "backend"], sort=False):
+        g = g.assign(_d=(g["variant"] != "default").astype(int))
+        best = g.sort_values(["cycles_per_byte", "_d"], kind="stable").iloc[0]
+        dflt = g[g["variant"] == "default"]["cycles_per_byte"]
+        d0 = float(dflt.iloc[0]) if len(dflt) else float("nan")
+        rows.append({"cpu": cpu, "backend": be, "best variant": best["variant"],
+                     "cycles/B @16 KiB": round(float(best["cycles_per_byte"]), 3),
+                     "default cycles/B": round(d0, 3),
+                     "gain over default": round(1 - float(best["cycles_per_byte"]) / d0, 3),
+                     "leftover cycles/B": round(float(lo.get((cpu, be, best["variant"]),
+                                                             float("nan"))), 3),
+                     "bottleneck": best["bottleneck"], "busiest users": best["busiest_users"]})
+    return pd.DataFrame(rows)
+
+
+def best_per_cpu(win: pd.DataFrame) -> pd.DataFrame:
+    return win.loc[win.groupby("cpu", sort=False)["cycles/B @16 KiB"].idxmin()].reset_index(
+        drop=True)
+
+
+def plot(df: pd.DataFrame):
+    import seaborn as sns
+
+    d = df[df["region"] == "stitch"]
+    g = sns.catplot(d, kind="bar", x="backend", y="cycles_per_byte", hue="variant",
+                    col="cpu", col_wrap=min(3, d["cpu"].nunique()), height=3.4, aspect=1.3,
+                    sharey=False)
+    g.set_axis_labels("", "predicted cycles / byte (stitched loop)")
+    for ax in g.axes.flat:
+        ax.tick_params(axis="x", rotation=30)
+    return g
+
+
+def plot_host(v: pd.DataFrame):
+    import seaborn as sns
+
+    g = sns.relplot(v, x="predicted_cycles_per_byte", y="measured_cycles_per_byte",
+                    hue="backend", style="region", s=70, height=4.5, aspect=1.2)
+    hi = float(max(v["predicted_cycles_per_byte"].max(), v["measured_cycles_per_byte"].max()))
+    ax = g.ax
+    ax.plot([0, hi * 1.1], [0, hi * 1.1], color="grey", lw=1, ls="--")
+    ax.set_xlabel("predicted cycles / byte (llvm-mca)")
+    ax.set_ylabel("measured cycles / byte (8 -> 16 KiB slope)")
+    return g
+
+
+def region_ratios(v: pd.DataFrame) -> pd.DataFrame:
+    """Measured / predicted per backend and region (median over the variants, and range)."""
+    return (v.groupby(["backend", "region"], sort=False)["ratio"]
+            .agg(["median", "min", "max", "count"]).round(3).reset_index())
+
+
+def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
+    """Per CPU model: the resources llvm-mca gives vaesenc and vpclmulqdq at each width,
+    and the ones both use (the question: does the model know they compete?)."""
+    from ..predict import mca
+
+    regs = {"xmm": "%xmm", "ymm": "%ymm", "zmm": "%zmm"}
+    rows = []
+    for cpu in cpus_:
+        for w, r in regs.items():
+            use: dict[str, set[str]] = {}
+            timing: dict[str, str] = {}
+            for ins in (f"vaesenc {r}1, {r}2, {r}3", f"vpclmulqdq $0, {r}1, {r}2, {r}3"):
+                try:
+                    a = mca.analyse(ins + "\n", cpu, iterations=10)
+                except RuntimeError:
+                    continue  # no scheduling info for that width on this CPU
+                use[ins.split()[0]] = {n for n, p in a.pressure.items() if p > 0}
+                timing[ins.split()[0]] = f"lat {a.latency[0]}, rthr {a.rthroughput[0]:g}"
+            if len(use) == 2:
+                both = use["vaesenc"] & use["vpclmulqdq"]
+                rows.append({"cpu": cpu, "width": w, "vaesenc": ", ".join(sorted(use["vaesenc"])),
+                             "vpclmulqdq": ", ".join(sorted(use["vpclmulqdq"])),
+                             "shared": ", ".join(sorted(both)) or "none",
+                             "vaesenc timing": timing["vaesenc"],
+                             "vpclmulqdq timing": timing["vpclmulqdq"],
+                             "scheduling model": a.model_name})
+    return pd.DataFrame(rows)
+
+
+def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
+    from ..predict.validate import worst
+
+    out: dict[str, Any] = {"best_per_cpu": {r["cpu"]: f"{r['backend']} {r['best variant']}"
+                                            for _, r in best_per_cpu(win).iterrows()}}
+    st = v[v["region"] == "stitch"] if not v.empty else v
+    if not st.empty:
+        w = worst(st)
+        out["worst_ratio"] = {"backend": w["backend"], "variant": w["variant"],
+                              "ratio": round(float(w["ratio"]), 3)}
+    return out
+
+
+def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
+                host_cpu: str) -> list[str]:
+    from ..predict.validate import worst
+
+    out = []
+    for _, r in best_per_cpu(win).iterrows():
+        out.append(f"**{r['cpu']}**: fastest predicted is `{r['backend']}` with "
+                   f"`{r['best variant']}` at {r['cycles/B @16 KiB']:.3f} cycles/B "
+                   f"(bound: {r['bottleneck']}; busiest port used by {r['busiest users']}).")
+    st = v[v["region"] == "stitch"] if not v.empty else v
+    if not st.empty:
+        w = worst(st)
+        out.append(f"On the host ({host_cpu}), seal measured / stitched loop predicted: "
+                   f"{st['ratio'].min():.2f}-{st['ratio'].max():.2f}; worst `{w['backend']}` "
+                   f"`{w['variant']}` at {w['ratio']:.2f} (a shared machine: noisy timings).")
+    if not v.empty:
+        for _, r in region_ratios(v).iterrows():
+            if r["region"] != "stitch":
+                out.append(f"`{r['backend']}` {r['region']} loop alone: measured / predicted "
+                           f"{r['median']:.2f} (range {r['min']:.2f}-{r['max']:.2f}).")
+    if not pipes.empty:
+        for _, r in pipes[pipes["width"] == "zmm"].iterrows():
+            out.append(f"{r['cpu']} (model {r['scheduling model']}), zmm: vaesenc "
+                       f"{r['vaesenc timing']} on {r['vaesenc']}; vpclmulqdq "
+                       f"{r['vpclmulqdq timing']} on {r['vpclmulqdq']}; shared: {r['shared']}.")
+    return out
+
+
+__all__ = ["backends", "best_per_cpu", "conclusions", "cpus", "headline", "host_sweep", "plot",
+           "plot_host", "region_ratios", "shared_pipes", "stitch_pivot", "variants", "winners"]
