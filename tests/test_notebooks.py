@@ -268,7 +268,29 @@ def _check_hosts(out: Path, notes: dict) -> None:
     assert any("machine" in c for c in notes["conclusions"])
 
 
+def _check_constant_time(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    static = pd.read_csv(out / "tables" / "08_constant_time-static.csv")
+    kern = static[static["name"] != "controls"]
+    assert len(kern) >= 1 and (kern["errors"] == 0).all() and (kern["known"] == 0).all()
+    assert (kern["ir_instructions"] > 5000).all() and (kern["cond_jumps"] > 0).all()
+    ctl = static[static["name"] == "controls"].iloc[0]
+    assert ctl["address"] >= 1 and ctl["branch"] >= 2 and ctl["errors"] > 0
+    found = pd.read_csv(out / "tables" / "08_constant_time-control_findings.csv")
+    assert {"address", "branch"} <= set(found["kind"])
+    tt = pd.read_csv(out / "tables" / "08_constant_time-timing.csv")
+    assert set(tt["impl"]) == {"kernel", "control"} and set(tt["op"]) == {"seal", "open",
+                                                                          "key_init"}
+    assert (tt["samples"] == 600).all() and tt["t"].notna().all()
+    assert notes["headline"]["static_errors"] == 0 and notes["headline"]["samples"] == 600
+    assert any("smoke test" in c for c in notes["conclusions"])
+    assert any("Negative controls" in c and "every leak is caught" in c
+               for c in notes["conclusions"])
+
+
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
           "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
-          "07_predict": _check_predict, "09_across_hosts": _check_hosts}
+          "07_predict": _check_predict, "08_constant_time": _check_constant_time,
+          "09_across_hosts": _check_hosts}

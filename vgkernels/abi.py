@@ -101,7 +101,8 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
         "size_t aad_len, const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, "
         "size_t tag_len)",
     ),
-    # Inner kernels, for cost models and for the split tail strategy.
+    # Inner kernels, for cost models and for the split tail strategy.  Their counter block is
+    # public, like a nonce: it decides the counter fast path (kernels/bulk.py).
     "ctr32": (
         INT,
         [P, P, P, P, Z],

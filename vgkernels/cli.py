@@ -3,6 +3,7 @@
   vgkernels [info]                 CPU, backends (with the reason each unusable one is), self-check
   vgkernels report [--profile ...] run the notebooks into reports/<date>-<host>-<llvm cpu>/
   vgkernels bench SWEEP [...]      run a measurement sweep (see `vgkernels bench -h`)
+  vgkernels ct-timing [...]        dudect-style timing test of the kernels and the controls
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
   vgkernels notebooks DIR          copy the report notebooks out (to open in JupyterLab)
@@ -258,6 +259,10 @@ def _main(argv: list[str]) -> int:
         from .report import main as report_main
 
         return report_main(argv[1:])
+    if argv and argv[0] == "ct-timing":
+        from .ct.cli import main as ct_timing_main
+
+        return ct_timing_main(argv[1:])
     if argv and argv[0] == "tune":
         return _tune(argv[1:])
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
@@ -300,6 +305,7 @@ def _main(argv: list[str]) -> int:
     sub.add_parser("tune", help="measure and install this CPU's copy_below thresholds "
                                 "(vgkernels tune -h)")
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
+    sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
     sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
     args = p.parse_args(argv)
     if args.cmd == "export":

@@ -172,7 +172,8 @@ class CaseSpec:
             lab.update(variant=self.impl, **dict.fromkeys(VARIANT_PARAMS))
         lab.update(op=self.op, shape=self.shape, pieces="+".join(map(str, ps)),
                    aligned=all(p % 16 == 0 for p in ps[:-1]), n=self.n, bytes=total,
-                   blocks=-(-total // 16), key_bytes=self.key_len, aad_bytes=self.aad_len)
+                   blocks=-(-total // 16), key_bytes=self.key_len, aad_bytes=self.aad_len,
+                   nonce_bytes=self.nonce_len)
         return lab
 
 

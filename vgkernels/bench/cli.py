@@ -94,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--aad-len", type=int, default=13,
                    help="bytes of additional authenticated data per call (default 13: a TLS "
                         "1.2 record header)")
+    p.add_argument("--nonce-len", type=int, default=12,
+                   help="nonce bytes (default 12; others hash the nonce into J0)")
     p.add_argument("--data", default="data", help="results root (default data/)")
     p.add_argument("--out", help="write into this directory instead of DATA/<host>/")
     p.add_argument("--no-samples", action="store_true", help="do not write per-sample rows")
@@ -209,6 +211,7 @@ def _main(argv: list[str]) -> int:
         ab=tuple(args.ab) if args.ab else None,
         variant=args.variant, peers=args.peers, quick=args.quick, target_us=args.target_us,
         cpu=args.cpu, stack_offset=args.stack_offset, key_len=args.key_len, aad_len=args.aad_len,
+        nonce_len=args.nonce_len,
         progress=not args.no_progress, save=not args.no_save, data=args.data, out=args.out,
         samples=not args.no_samples, libcrypto=args.libcrypto, isolate=not args.in_process,
         fresh=not args.same_workers, aead_peers=args.peer, gap_ms=args.gap_ms,

@@ -29,7 +29,7 @@ from .cases import VARIANT_PARAMS
 from .driver import NOISY_SPREAD, summarise
 
 LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
-              "n", "bytes", "blocks", "key_bytes", "aad_bytes"]
+              "n", "bytes", "blocks", "key_bytes", "aad_bytes", "nonce_bytes"]
 RUN_COLS = ["run_id", "sweep", "run", "timestamp"]
 HOST_COLS = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number",
              "cpu_stepping", "hypervisor", "os_kernel", "cpu_flags", "llvm_cpu",
@@ -44,8 +44,8 @@ PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effecti
 SUMMARY_COLS = RUN_COLS + LABEL_COLS + STAT_COLS + HOST_COLS + PROC_COLS
 SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", "op", "shape", "pieces", "aligned",
                "n", "bytes", "blocks", "pass", "batch", "sample", "ticks", "ns"]
-_INT_COLS = ["run", "n", "bytes", "blocks", "key_bytes", "aad_bytes", "k", "passes", "batch",
-             "pinned_cpu", "stack_offset", "pass", "sample"]
+_INT_COLS = ["run", "n", "bytes", "blocks", "key_bytes", "aad_bytes", "nonce_bytes", "k", "passes",
+             "batch", "pinned_cpu", "stack_offset", "pass", "sample"]
 
 
 def _case_row(base: dict[str, Any], lab: dict[str, Any], ticks: list[float], batch: int,

@@ -160,7 +160,8 @@ def parse_variant(text: str | Variant | None) -> Variant:
 
 
 def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: int = 16,
-         aad_len: int = 13, aead_peers: Sequence[str] = ()) -> list[list[CaseSpec]]:
+         aad_len: int = 13, aead_peers: Sequence[str] = (),
+         nonce_len: int = 12) -> list[list[CaseSpec]]:
     """The chunks (lists of case specs) of a named sweep for one backend.  With ``peers``,
     every chunk whose sweep times OpenSSL also times each named EVP_AEAD peer (seal,
     scatter, copy + seal, open)."""
@@ -174,7 +175,8 @@ def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: i
             for op, shape in ops:
                 if op in ("ctr32", "ghash", "encrypt_blocks") and m % 16:
                     continue
-                specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len))
+                specs.append(CaseSpec(op, m, backend, shape, key_len=key_len, aad_len=aad_len,
+                                      nonce_len=nonce_len))
             if peers and any(op == "openssl" for op, _ in ops):
                 for name in aead_peers:
                     for op, shape in AEAD_PEER_OPS:
@@ -245,6 +247,7 @@ def run(
     stack_offset: int | None = None,
     key_len: int = 16,
     aad_len: int = 13,
+    nonce_len: int = 12,
     aead_peers: dict[str, str] | Sequence[str] | None = None,
     gap_ms: float = 0.0,
     spread: bool = True,
@@ -331,7 +334,8 @@ def run(
         **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": {
             "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "passes": passes,
             "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
-            "peers": peers, "key_len": key_len, "aad_len": aad_len, "isolate": isolate,
+            "peers": peers, "key_len": key_len, "aad_len": aad_len, "nonce_len": nonce_len,
+            "isolate": isolate,
             "fresh": fresh, "aead_peers": aead, "gap_ms": gap_ms, "spread": spread,
             "stack_offset": stack_offset}, "processes": {}}
     acc = store.Accumulator(common, samples)
@@ -380,7 +384,7 @@ def run(
     def execute(size_plan: dict[str, list[int]], phase: int) -> None:
         # pass-major order: every case's samples are spread over the whole sweep
         plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len,
-                               list(aead))
+                               list(aead), nonce_len)
                  for be in chosen if size_plan.get(be.name)}
         # spread: one round per visit, every chunk visited once per round (round-major)
         visits = [(p, j, 1) for p in range(passes) for j in range(k_per[p])] if spread \

@@ -5,6 +5,12 @@ then at most one partial block) starting from the GHASH state and counter in ``i
 ``has_len``, ends with the length block in ``io``; it leaves the reduced GHASH value and the
 next counter in ``io``.  io = {Y: 16 bytes, reflected; ctr: 16 bytes, LE form; len block}.
 
+The modes with a counter take one more argument, ``pub_ctr``: the counter's low 32 bits at entry
+when they are public (a 96-bit nonce: J0 = nonce || 1, so they count blocks from 2), else -1.
+It alone decides the counter fast path (see ``advance``): for other nonces J0 = GHASH_H(IV)
+depends on H, and a branch on its low byte would leak bits of J0 (linear in H for a 16-byte
+IV); they always take the branch-free general path instead.
+
 Modes: ``enc`` (GHASH over the output), ``dec`` (GHASH over the input), ``hash`` (GHASH only:
 AAD, J0, the ghash kernel), ``ctr`` (keystream only: the ctr32 kernel, the roofline).
 
@@ -44,11 +50,13 @@ class Bulk:
         self.extra = extra
         name = f"vg.bulk.{mode}{'1' if extra else ''}" + ("" if mode == "hash" else f".{nr}")
         self.f = Fn(module, params, name, void,
-                    [ptr, ptr, ptr, ptr, i64, i1] + ([ir.IntType(8)] if extra else []))
+                    [ptr, ptr, ptr, ptr, i64, i1] + ([i64] if mode != "hash" else [])
+                    + ([ir.IntType(8)] if extra else []))
         self.f.fn.attributes.add("noinline")
         self.em, self.b = self.f.em, self.f.b
         self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
-        self.extra_byte = self.f.args[6] if extra else None
+        self.pub_ctr = self.f.args[6] if mode != "hash" else None
+        self.extra_byte = self.f.args[-1] if extra else None
         self.aes = mode != "hash"
         self.hash = mode != "ctr"
 
@@ -109,14 +117,16 @@ class Bulk:
             em.store(b.xor(data[j], ks[j]), self.out, b.add(off, _c(16 * w * j)))
         return (holder[0] if holder else s), begun
 
-    def advance(self, c: ir.Value, blocks: list[ir.Value]) -> list[ir.Value]:
-        """counter_blocks for the group after the one whose first counter is c: one add per
-        vector on the big-endian blocks, without the byte swaps, while the counters' low byte
-        cannot carry (the branch is taken once in 256/G groups; counters are public)."""
+    def advance(self, c: ir.Value, i: ir.Value, blocks: list[ir.Value]) -> list[ir.Value]:
+        """counter_blocks for the group after the one at block i whose first counter is c: one
+        add per vector on the big-endian blocks, without the byte swaps, while the counters' low
+        byte cannot carry.  The test reads the public copy of the counter (pub_ctr + i), never
+        c: with no public copy (pub_ctr < 0) every group takes the general path, so the branch
+        depends on public data only."""
         em, b, w, v, g = self.em, self.b, self.p.w, self.p.v, self.p.g
-        low = b.and_(b.extract_element(b.bitcast(c, dvec(1)), ir.Constant(i32, 0)),
-                     ir.Constant(i32, 0xFF))
-        fast = b.icmp_unsigned("<=", low, ir.Constant(i32, 256 - 2 * g))
+        low = b.and_(b.add(self.pub_ctr, i), _c(0xFF))
+        fast = b.and_(b.icmp_signed(">=", self.pub_ctr, _c(0)),
+                      b.icmp_unsigned("<=", low, _c(256 - 2 * g)))
         inc = ir.Constant(dvec(w), [ir.Constant(i32, (g << 24) if k % 4 == 3 else 0)
                                     for k in range(4 * w)])
         return em.if_else_values(
@@ -410,7 +420,7 @@ class Bulk:
             if mode == "enc":
                 # prologue: the first group's keystream, nothing to hash yet
                 skewed = self.skew > 0
-                nxt1 = self.advance(ctr, blocks0)
+                nxt1 = self.advance(ctr, zero_i, blocks0)
                 s1, st1 = self.stitched_group(zero_i, s0, blocks0, None, None,
                                               nxt1 if skewed else None)
                 c1 = ctrs.add(em, ctr, g)
@@ -421,7 +431,7 @@ class Bulk:
                     i, s, c, *rest = v
                     blk, st = rest[:nv], rest[nv:]
                     base = em.gep(self.out, b.shl(b.sub(i, _c(g)), _c(4)))
-                    nblk = self.advance(c, blk)
+                    nblk = self.advance(c, i, blk)
                     if skewed:
                         s2, st2 = self.stitched_group(i, s, None, base, st, nblk)
                     else:
@@ -435,7 +445,7 @@ class Bulk:
                 def body(v):
                     i, s, c, *blk = v
                     s2, _ = self.stitched_group(i, s, blk, em.gep(self.inp, b.shl(i, _c(4))))
-                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *self.advance(c, blk)]
+                    return [b.add(i, _c(g)), s2, ctrs.add(em, c, g), *self.advance(c, i, blk)]
                 return em.loop("stitch", [zero_i, s0, ctr, *blocks0],
                                lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(2 * g)), stitch_end),
                                body)[:3]
@@ -447,7 +457,7 @@ class Bulk:
             def body(v):
                 i, s, c, *blk = v
                 self.stitched_group(i, s, blk, None)
-                return [b.add(i, _c(g)), s, ctrs.add(em, c, g), *self.advance(c, blk)]
+                return [b.add(i, _c(g)), s, ctrs.add(em, c, g), *self.advance(c, i, blk)]
             return em.loop("ctr", [zero_i, s0, ctr, *blocks0],
                            lambda v: b.icmp_unsigned("<=", b.add(v[0], _c(g)), nb), body)[:3]
 
@@ -468,10 +478,14 @@ class Bulk:
                 calls = [("ctr", src, dst), ("hash", dst, dst)]
                 if mode == "dec":  # hash the ciphertext before in-place output overwrites it
                     calls = [("hash", src, dst), ("ctr", src, dst)]
+                # the public copy of the counter at block stitch_end (or still none)
+                pub = b.select(b.icmp_signed(">=", self.pub_ctr, _c(0)),
+                               b.add(self.pub_ctr, stitch_end), _c(-1))
                 for m, a, o in calls:
                     fn = self.em.module.globals[
                         f"vg.bulk.{m}" + ("" if m == "hash" else f".{nr}")]
-                    b.call(fn, [self.ctx, self.io, a, o, nbytes, false])
+                    b.call(fn, [self.ctx, self.io, a, o, nbytes, false]
+                           + ([] if m == "hash" else [pub]))
                 y2 = em.widen(em.load(self.io, 0), w)
                 c2 = em.load(self.io, 16)
                 return list(self.rest(nb, nb, p, self.has_len, y2, c2, None))
@@ -503,7 +517,7 @@ def build_all(module: ir.Module, params: Params) -> None:
         for nr in NR:
             Bulk(module, params, "enc", nr, extra=True).build()
     for mode in ("ctr", "enc", "dec"):
-        f = Fn(module, params, f"vg.bulk.{mode}", void, [ptr, ptr, ptr, ptr, i64, i1])
+        f = Fn(module, params, f"vg.bulk.{mode}", void, [ptr, ptr, ptr, ptr, i64, i1, i64])
         args = list(f.args)
 
         def arm(nr, f=f, mode=mode, args=args):

@@ -101,6 +101,13 @@ class Entry:
         self.call("vg.bulk.hash", [ctx, io, aad, aad, al, ir.Constant(i1, 0)])
         return io, ej0
 
+    def pub_ctr(self, nl, done=None) -> ir.Value:
+        """The bulk functions' public copy of the counter after ``done`` bytes (a multiple of
+        16) of text: inc32(J0) = 2 + blocks for a 96-bit nonce, else -1 (J0 depends on H)."""
+        b = self.b
+        at = _c(2) if done is None else b.add(_c(2), b.lshr(done, _c(4)))
+        return b.select(b.icmp_unsigned("==", nl, _c(12)), at, _c(-1))
+
     def length_block(self, io, ln, al) -> None:
         b = self.b
         v = b.insert_element(zero(1), b.shl(ln, _c(3)), ir.Constant(i32, 0))
@@ -124,7 +131,7 @@ def build_seal_out(module: ir.Module, params: Params, op: str = "seal_out") -> N
     e.check_lengths(nl, ln, al)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, ln, al)
-    e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1)])
+    e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
     e.em.store(e.tag(io, ej0), tag, 0)
     _ret(e.b, 0)
 
@@ -144,7 +151,7 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
     e.guard(b.or_(b.icmp_unsigned("<", tl, _c(4)), b.icmp_unsigned(">", tl, _c(16))), -5)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, ln, al)
-    e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1)])
+    e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
     want = em.to_i128(e.tag(io, ej0))
     (given,) = em.if_else_values(
         b.icmp_unsigned("==", tl, _c(16)),
@@ -195,7 +202,7 @@ def build_gather(module: ir.Module, params: Params) -> None:
         with b.if_then(b.icmp_unsigned("==", npieces, _c(2))):
             (p0, n0), (p1, n1) = piece(_c(0)), piece(_c(1))
             with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
-                _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out)
+                _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))
                 em.store(e.tag(io, ej0), tag, 0)
                 _ret(b, 0)
 
@@ -231,7 +238,7 @@ def build_gather(module: ir.Module, params: Params) -> None:
 
         def finish(vals):
             p, n, o, _ = vals
-            e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), n, true])
+            e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), n, true, e.pub_ctr(nl, o)])
             return [p, _c(0), b.add(o, n), true]
 
         def whole(vals):
@@ -240,7 +247,8 @@ def build_gather(module: ir.Module, params: Params) -> None:
 
             def go(vv):
                 p, n, o = vv
-                e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), wb, false])
+                e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), wb, false,
+                                       e.pub_ctr(nl, o)])
                 return [em.gep(p, wb), b.sub(n, wb), b.add(o, wb)]
             p, n, o = em.when(b.icmp_unsigned("!=", wb, _c(0)), go, [p, n, o], "whole")
             return [p, n, o, d]
@@ -294,12 +302,12 @@ def build_two_slice(module: ir.Module, params: Params) -> None:
     e.guard(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT - 1)), -3)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, b.add(n0, n1), al)
-    _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out)
+    _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))
     em.store(e.tag(io, ej0), tag, 0)
     _ret(b, 0)
 
 
-def _seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out) -> None:
+def _seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:
     """n0 bytes at p0, then n1 (0 or 1) bytes at p1, through one stitched call."""
     em, b, f, module = e.em, e.b, e.f, e.module
     true = ir.Constant(i1, 1)
@@ -307,27 +315,33 @@ def _seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out) -> None:
     def with_byte(nr):
         def go():
             byte = em.load_int(p1, 0, i8)
-            b.call(module.globals[f"vg.bulk.enc1.{nr}"], [ctx, io, p0, out, n0, true, byte])
+            b.call(module.globals[f"vg.bulk.enc1.{nr}"], [ctx, io, p0, out, n0, true, pub, byte])
             return []
 
         def without():
-            b.call(module.globals[f"vg.bulk.enc.{nr}"], [ctx, io, p0, out, n0, true])
+            b.call(module.globals[f"vg.bulk.enc.{nr}"], [ctx, io, p0, out, n0, true, pub])
             return []
         em.if_else_values(b.icmp_unsigned("==", n1, _c(1)), go, without, f"ts{nr}")
     f.dispatch_nr(ctx, with_byte)
 
 
 def build_inner(module: ir.Module, params: Params) -> None:
-    """ctr32, ghash and encrypt_blocks: the bulk functions with memory-order state."""
+    """ctr32, ghash and encrypt_blocks: the bulk functions with memory-order state.  The
+    counter block is the caller's, public like a nonce (vgkernels.abi): its low word is the bulk
+    functions' public copy of the counter."""
     p = params
     false = ir.Constant(i1, 0)
+
+    def pub(f: Fn, counter: ir.Value) -> ir.Value:
+        return f.b.zext(f.b.bswap(f.em.load_int(counter, 12, i32)), i64)
 
     f = Fn(module, p, f"{p.prefix}_ctr32", i32, [ptr, ptr, ptr, ptr, i64], exported=True)
     ctx, counter, inp, out, nblk = f.args
     f.fail_closed(ctx)
     io = f.alloca_block(3)
     f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
-    f.b.call(module.globals["vg.bulk.ctr"], [ctx, io, inp, out, f.b.shl(nblk, _c(4)), false])
+    f.b.call(module.globals["vg.bulk.ctr"], [ctx, io, inp, out, f.b.shl(nblk, _c(4)), false,
+                                             pub(f, counter)])
     f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
     _ret(f.b, abi.RC_OK)
 
@@ -348,7 +362,7 @@ def build_inner(module: ir.Module, params: Params) -> None:
     io = f.alloca_block(3)
     f.em.store(f.em.bswap_lanes(f.em.load(y)), io, 0)
     f.em.store(f.em.bswap_lanes(f.em.load(counter)), io, 16)
-    f.b.call(module.globals["vg.bulk.enc"], [ctx, io, inp, out, nbytes, false])
+    f.b.call(module.globals["vg.bulk.enc"], [ctx, io, inp, out, nbytes, false, pub(f, counter)])
     f.em.store(f.em.bswap_lanes(f.em.load(io, 0)), y)
     f.em.store(f.em.bswap_lanes(f.em.load(io, 16)), counter)
     _ret(f.b, abi.RC_OK)

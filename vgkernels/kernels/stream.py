@@ -4,7 +4,8 @@ The state's first 48 bytes are the bulk functions' io block {Y, ctr, len}, so wh
 every chunk go through the same stitched loop as one-shot calls; only a block split between
 chunks is buffered (its keystream and its bytes for GHASH), byte by byte.
 
-State (abi.STREAM_SIZE bytes): 0 Y | 16 ctr | 32 len block | 48 E(J0) | 64 keystream of the
+State (abi.STREAM_SIZE bytes): 0 Y | 16 ctr | 32 1 if the nonce is 96 bits (public: the
+stream never uses the io block's length slot) | 48 E(J0) | 64 keystream of the
 open block | 80 bytes of the open block (zero padded) | 96 AAD length | 104 text length |
 112 bytes used in the open block | 120 phase (0 AAD, 1 text, 2 finished).
 """
@@ -18,7 +19,7 @@ from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, ptr, zero
 from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
 
-Y, CTR, LEN, EJ0, KS, BLK = 0, 16, 32, 48, 64, 80
+Y, CTR, NONCE96, EJ0, KS, BLK = 0, 16, 32, 48, 64, 80
 AAD_LEN, TEXT_LEN, USED, PHASE = 96, 104, 112, 120
 E_ORDER = abi.RC_ORDER  # AAD after text, or use after finish
 
@@ -81,6 +82,7 @@ def build_stream(module: ir.Module, params: Params) -> None:
     for off in range(0, 128, 16):
         s.em.store(zero(1), st, off)
     s.em.store(s.call("vg.setup", [ctx, nonce, nl, st]), st, EJ0)
+    s.put(st, NONCE96, s.b.zext(s.b.icmp_unsigned("==", nl, _c(12)), i64))
     s.b.ret(ir.Constant(i32, 0))
 
     # aad
@@ -146,7 +148,12 @@ def _absorb(s: _S, ctx, st, src, dst, n, enc: bool | None) -> None:
     whole = b.and_(n, _c(~15))
     mode = "hash" if enc is None else ("enc" if enc else "dec")
     with b.if_then(b.icmp_unsigned("!=", whole, _c(0))):
-        s.call(f"vg.bulk.{mode}", [ctx, st, src, dst, whole, ir.Constant(i1, 0)])
+        args = [ctx, st, src, dst, whole, ir.Constant(i1, 0)]
+        if enc is not None:  # the public copy of the counter (see bulk): no block is open here
+            done = b.sub(s.get(st, TEXT_LEN), n)
+            args.append(b.select(b.icmp_unsigned("!=", s.get(st, NONCE96), _c(0)),
+                                 b.add(_c(2), b.lshr(done, _c(4))), _c(-1)))
+        s.call(f"vg.bulk.{mode}", args)
     rest = b.and_(n, _c(15))
     with b.if_then(b.icmp_unsigned("!=", rest, _c(0))):
         if enc is not None:
