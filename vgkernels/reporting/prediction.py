@@ -147,7 +147,22 @@ def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
     from ..predict.validate import worst
 
     out = []
-    for _, r in best_per_cpu(win).iterrows():
+    best = best_per_cpu(win)
+    here = best[best["cpu"] == host_cpu] if not best.empty else best
+    if len(here):
+        r = here.iloc[0]
+        out.append(f"**Recommendation:** on this host ({host_cpu}) build `{r['backend']}` with "
+                   f"`{r['best variant']}` (llvm-mca: {r['cycles/B @16 KiB']:.3f} cycles/B at "
+                   "16 KiB); check it with the driver before adopting it, since the model is "
+                   "optimistic for zmm AES (see below).")
+    elif len(best):
+        r = best.iloc[0]
+        out.append(f"**Recommendation:** llvm-mca predicts `{r['backend']}` with "
+                   f"`{r['best variant']}` fastest on {r['cpu']}; this host ({host_cpu}) was "
+                   "not among the CPUs predicted.")
+    else:
+        out.append("**Recommendation:** none: nothing was predicted (is llvm-mca installed?).")
+    for _, r in best.iterrows():
         out.append(f"**{r['cpu']}**: fastest predicted is `{r['backend']}` with "
                    f"`{r['best variant']}` at {r['cycles/B @16 KiB']:.3f} cycles/B "
                    f"(bound: {r['bottleneck']}; busiest port used by {r['busiest users']}).")
