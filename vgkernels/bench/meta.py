@@ -20,15 +20,23 @@ def cpu_flags_full() -> str:
     return cpu.cpuinfo_field("flags") or ""
 
 
-@functools.cache
 def libcrypto_version(path: str | None = None) -> str | None:
-    """OpenSSL_version(0) of the libcrypto the OpenSSL peer would load (None if it cannot)."""
+    """OpenSSL_version(0) of the libcrypto the OpenSSL peer would load (None if it cannot).
+    Looked up each time ($VG_LIBCRYPTO may change), read once per library file."""
     from .peers import PeerUnavailable, find_libcrypto
 
     try:
-        lib = ctypes.CDLL(find_libcrypto(path))
+        return _version_of(find_libcrypto(path))
+    except PeerUnavailable:
+        return None
+
+
+@functools.cache
+def _version_of(resolved: str) -> str | None:
+    try:
+        lib = ctypes.CDLL(resolved)
         f = lib.OpenSSL_version
-    except (OSError, AttributeError, PeerUnavailable):
+    except (OSError, AttributeError):
         return None
     f.restype, f.argtypes = ctypes.c_char_p, [ctypes.c_int]
     return f(0).decode()
