@@ -247,3 +247,18 @@ def test_report_batch_skips_notebook_07_without_llvm_mca(monkeypatch, tmp_path):
     (run,) = [r for r in idx["notebooks"] if r["name"] == "07_predict"]
     assert run["status"] == "skipped" and "llvm-mca" in run["error"]
     assert "skipped" in (tmp_path / "index.html").read_text()
+
+
+def test_shipped_recommendations_validate_and_advise():
+    """The table vgkernels predict --recommend wrote ships valid; info's advice line names the
+    best backend and variant of a CPU in it, and nothing for a CPU not in it."""
+    from vgkernels.predict import recommend
+
+    table = recommend.shipped()
+    assert table is not None, "vgkernels/data/predict_recommend.json is missing"
+    cpu = next(iter(table["cpus"]))
+    line = recommend.advice(table, cpu)
+    best = table["cpus"][cpu]["best"]
+    assert line and best in line and table["cpus"][cpu]["backends"][best]["label"] in line
+    assert recommend.advice(table, "no-such-cpu") is None
+    assert recommend.variant_for(table, cpu, best) is not None
