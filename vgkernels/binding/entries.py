@@ -271,6 +271,29 @@ class PyEntry:
         b.ret(result)
 
     # -- pieces --------------------------------------------------------------------------------
+    def each_piece(self, desc: ir.Value, count: ir.Value,
+                   body: Callable[[ir.Value, ir.Value, ir.Value], None]) -> None:
+        """for each struct vg_piece {p, n} of ``desc``: body(p, n, pos), pos = the bytes of the
+        pieces before it (where its output starts)."""
+        b = self.b
+        head, loop, done = (self.fn.append_basic_block(x) for x in ("pp.head", "pp.body",
+                                                                     "pp.done"))
+        pre = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        i, pos = b.phi(i64), b.phi(i64)
+        i.add_incoming(_c(0), pre)
+        pos.add_incoming(_c(0), pre)
+        b.cbranch(b.icmp_signed("<", i, count), loop, done)
+        b.position_at_end(loop)
+        d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
+        n = b.load(b.gep(d, [_c(8)], source_etype=i8), typ=i64)
+        body(b.load(d, typ=ptr), n, pos)
+        i.add_incoming(b.add(i, _c(1)), b.block)
+        pos.add_incoming(b.add(pos, n), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
     def pieces(self, tup: ir.Value, code: int,
                each: Callable[[ir.Value, Buffer, ir.Value], None]) -> tuple[ir.Value, ir.Value]:
         """Acquire every item of the tuple ``tup`` (held until exit) and fill an array of
@@ -500,26 +523,13 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
     ovl = b.alloca(i1)
     ovl.type = ptr
     b.store(ir.Constant(i1, 0), ovl)
-    head, body, done = (e.fn.append_basic_block(n) for n in ("ov.head", "ov.body", "ov.done"))
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(i64)
-    pos = b.phi(i64)
-    i.add_incoming(_c(0), pre)
-    pos.add_incoming(_c(0), pre)
-    b.cbranch(b.icmp_signed("<", i, n_pieces), body, done)
-    b.position_at_end(body)
-    d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
-    pp = b.load(d, typ=ptr)
-    pn = b.load(b.gep(d, [_c(8)], source_etype=i8), typ=i64)
-    exact = b.icmp_unsigned("==", pp, b.gep(given.p, [pos], source_etype=i8))
-    hit = b.and_(b.not_(exact), e.overlap(given, total, Buffer(pp, pn)))
-    b.store(b.or_(b.load(ovl, typ=i1), hit), ovl)
-    i.add_incoming(b.add(i, _c(1)), body)
-    pos.add_incoming(b.add(pos, pn), body)
-    b.branch(head)
-    b.position_at_end(done)
+
+    def check(pp: ir.Value, pn: ir.Value, pos: ir.Value) -> None:
+        exact = b.icmp_unsigned("==", pp, b.gep(given.p, [pos], source_etype=i8))
+        hit = b.and_(b.not_(exact), e.overlap(given, total, Buffer(pp, pn)))
+        b.store(b.or_(b.load(ovl, typ=i1), hit), ovl)
+
+    e.each_piece(desc, n_pieces, check)
     e.guard(b.load(ovl, typ=i1), E_OVERLAP)
     g_obj, g_tag = e.new_bytes(_c(16))
     some_end = b.block
@@ -592,24 +602,8 @@ def _copy_pieces(e: PyEntry, desc: ir.Value, count: ir.Value, out: ir.Value) -> 
     if memmove is None:
         memmove = ir.Function(e.module, ir.FunctionType(void, [ptr, ptr, i64, i1]),
                               name="llvm.memmove.p0.p0.i64")
-    head, body, done = (e.fn.append_basic_block(n) for n in ("cp.head", "cp.body", "cp.done"))
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(i64)
-    pos = b.phi(i64)
-    i.add_incoming(_c(0), pre)
-    pos.add_incoming(_c(0), pre)
-    b.cbranch(b.icmp_signed("<", i, count), body, done)
-    b.position_at_end(body)
-    d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
-    pn = b.load(b.gep(d, [_c(8)], source_etype=i8), typ=i64)
-    b.call(memmove, [b.gep(out, [pos], source_etype=i8), b.load(d, typ=ptr), pn,
-                     ir.Constant(i1, 0)])
-    i.add_incoming(b.add(i, _c(1)), body)
-    pos.add_incoming(b.add(pos, pn), body)
-    b.branch(head)
-    b.position_at_end(done)
+    e.each_piece(desc, count, lambda p, n, pos: b.call(
+        memmove, [b.gep(out, [pos], source_etype=i8), p, n, ir.Constant(i1, 0)]))
 
 
 def _stream(module: ir.Module, k: str, seal: bool) -> None:
