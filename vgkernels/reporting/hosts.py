@@ -61,8 +61,10 @@ def save_host(report_dir: str | Path, root: str | Path | None = None) -> Path:
     path = dest / report_dir.name / "seal.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=False)
+    first = {k: df[k].iloc[0] for k in IDENTITY if k in df.columns}
     (path.parent / "machine.json").write_text(json.dumps(
-        {k: df[k].iloc[0] for k in IDENTITY if k in df.columns}, indent=2, default=str) + "\n")
+        {k: v.item() if hasattr(v, "item") else v for k, v in first.items()}, indent=2,
+        default=str) + "\n")
     return path
 
 
