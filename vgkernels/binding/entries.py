@@ -270,29 +270,43 @@ class PyEntry:
             b.store(b.sub(b.load(inflight, typ=i32), ir.Constant(i32, 1)), inflight)
         b.ret(result)
 
-    # -- pieces --------------------------------------------------------------------------------
+    # -- loops and pieces ----------------------------------------------------------------------
+    def for_range(self, count: ir.Value, body: Callable[[ir.Value], None],
+                  name: str = "loop") -> None:
+        """for (i = 0; i < count; i++) body(i), count signed (in the spirit of numba's
+        cgutils.for_range)."""
+        b = self.b
+        head, loop, done = (self.fn.append_basic_block(f"{name}.{x}")
+                            for x in ("head", "body", "done"))
+        pre = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(i64)
+        i.add_incoming(_c(0), pre)
+        b.cbranch(b.icmp_signed("<", i, count), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        i.add_incoming(b.add(i, _c(1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
     def each_piece(self, desc: ir.Value, count: ir.Value,
                    body: Callable[[ir.Value, ir.Value, ir.Value], None]) -> None:
         """for each struct vg_piece {p, n} of ``desc``: body(p, n, pos), pos = the bytes of the
         pieces before it (where its output starts)."""
         b = self.b
-        head, loop, done = (self.fn.append_basic_block(x) for x in ("pp.head", "pp.body",
-                                                                     "pp.done"))
-        pre = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i, pos = b.phi(i64), b.phi(i64)
-        i.add_incoming(_c(0), pre)
-        pos.add_incoming(_c(0), pre)
-        b.cbranch(b.icmp_signed("<", i, count), loop, done)
-        b.position_at_end(loop)
-        d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
-        n = b.load(b.gep(d, [_c(8)], source_etype=i8), typ=i64)
-        body(b.load(d, typ=ptr), n, pos)
-        i.add_incoming(b.add(i, _c(1)), b.block)
-        pos.add_incoming(b.add(pos, n), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        pos = b.alloca(i64)  # bytes before piece i: where its output starts
+        pos.type = ptr
+        b.store(_c(0), pos)
+
+        def step(i: ir.Value) -> None:
+            d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
+            n = b.load(b.gep(d, [_c(8)], source_etype=i8), typ=i64)
+            at = b.load(pos, typ=i64)
+            body(b.load(d, typ=ptr), n, at)
+            b.store(b.add(at, n), pos)
+
+        self.for_range(count, step, "piece")
 
     def pieces(self, tup: ir.Value, code: int,
                each: Callable[[ir.Value, Buffer, ir.Value], None]) -> tuple[ir.Value, ir.Value]:
@@ -307,47 +321,28 @@ class PyEntry:
         self.guard(b.icmp_unsigned("==", mem, ir.Constant(ptr, None)), E_ARGS)
         b.store(mem, self.dyn)
         desc = b.gep(mem, [b.mul(room, _c(capi.PY_BUFFER_SIZE))], source_etype=i8)
-        head, body, done = (self.fn.append_basic_block(n) for n in ("pc.head", "pc.body",
-                                                                    "pc.done"))
-        pre = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(_c(0), pre)
-        b.cbranch(b.icmp_signed("<", i, count), body, done)
-        b.position_at_end(body)
-        view = b.gep(mem, [b.mul(i, _c(capi.PY_BUFFER_SIZE))], source_etype=i8)
-        # counted before it is acquired (an unfilled view has obj NULL: releasing it is a no-op)
-        b.store(ir.Constant(ptr, None), b.gep(view, [_c(capi.BUF_OBJ)], source_etype=i8))
-        b.store(b.add(i, _c(1)), self.dyn_n)
-        got = self._acquire_into(self.call("PyTuple_GetItem", [tup, i]), view, False, code)
-        d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
-        b.store(got.p, d)
-        b.store(got.n, b.gep(d, [_c(8)], source_etype=i8))
-        each(i, got, d)
-        i.add_incoming(b.add(i, _c(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+
+        def acquire(i: ir.Value) -> None:
+            view = b.gep(mem, [b.mul(i, _c(capi.PY_BUFFER_SIZE))], source_etype=i8)
+            # counted before it is acquired (an unfilled view has obj NULL: releasing it is a
+            # no-op)
+            b.store(ir.Constant(ptr, None), b.gep(view, [_c(capi.BUF_OBJ)], source_etype=i8))
+            b.store(b.add(i, _c(1)), self.dyn_n)
+            got = self._acquire_into(self.call("PyTuple_GetItem", [tup, i]), view, False, code)
+            d = b.gep(desc, [b.mul(i, _c(16))], source_etype=i8)
+            b.store(got.p, d)
+            b.store(got.n, b.gep(d, [_c(8)], source_etype=i8))
+            each(i, got, d)
+
+        self.for_range(count, acquire, "acquire")
         return count, desc
 
     def _release_dynamic(self) -> None:
         b = self.b
         mem = b.load(self.dyn, typ=ptr)
         n = b.load(self.dyn_n, typ=i64)
-        head, body, done = (self.fn.append_basic_block(x) for x in ("rel.head", "rel.body",
-                                                                    "rel.done"))
-        pre = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(_c(0), pre)
-        b.cbranch(b.icmp_unsigned("<", i, n), body, done)
-        b.position_at_end(body)
-        self.call("PyBuffer_Release", [b.gep(mem, [b.mul(i, _c(capi.PY_BUFFER_SIZE))],
-                                             source_etype=i8)])
-        i.add_incoming(b.add(i, _c(1)), body)
-        b.branch(head)
-        b.position_at_end(done)
+        self.for_range(n, lambda i: self.call("PyBuffer_Release", [
+            b.gep(mem, [b.mul(i, _c(capi.PY_BUFFER_SIZE))], source_etype=i8)]), "release")
         with b.if_then(b.icmp_unsigned("!=", mem, ir.Constant(ptr, None))):
             self.call("PyMem_Free", [mem])
 

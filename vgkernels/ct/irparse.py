@@ -68,7 +68,8 @@ def type_bytes(t: str) -> int:
     return 8 if t == "ptr" else 16
 
 
-def _split_params(s: str) -> list[str]:
+def split_top_level(s: str) -> list[str]:
+    """Split at commas outside any bracket: IR parameter lists, asm operand lists."""
     out, depth, cur = [], 0, ""
     for ch in s:
         if ch in "(<[{":
@@ -105,7 +106,7 @@ def _call_args(rest: str) -> list[str]:
                 break
             depth -= 1
     out = []
-    for arg in _split_params(rest[:end]):
+    for arg in split_top_level(rest[:end]):
         toks = [t for t in _TOKEN.findall(arg) if not t.startswith("label")]
         out.append(toks[-1] if toks else "")
     return out
@@ -123,7 +124,7 @@ def parse_module(text: str) -> dict[str, Function]:
         if not m:
             continue
         name = m.group(1).strip('"')
-        params_src = _split_params(m.group(2))
+        params_src = split_top_level(m.group(2))
         params, ptypes = [], []
         for p in params_src:
             pm = _PARAM_NAME.search(p)

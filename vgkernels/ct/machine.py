@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .irparse import split_top_level
+
 _FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(?:\{\w+\}\s+)?([a-z][a-z0-9.]*)\s*(.*?)\s*(?:#.*)?$")
 _REG = re.compile(r"%([a-z][a-z0-9]*)")
@@ -102,23 +104,6 @@ def disassemble(obj: bytes) -> str:
                               text=True).stdout
 
 
-def _split_operands(s: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in s:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
-
-
 def parse(text: str) -> dict[str, MachineFunction]:
     funcs: dict[str, MachineFunction] = {}
     cur: MachineFunction | None = None
@@ -133,7 +118,7 @@ def parse(text: str) -> dict[str, MachineFunction]:
         if m:
             ops = m.group(3)
             ops = re.sub(r"\s*<[^>]*>", "", ops)
-            cur.insns.append(Insn(int(m.group(1), 16), m.group(2), _split_operands(ops)))
+            cur.insns.append(Insn(int(m.group(1), 16), m.group(2), split_top_level(ops)))
     return funcs
 
 
