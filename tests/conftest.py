@@ -60,3 +60,19 @@ def backend(request: pytest.FixtureRequest, kernel_sets: KernelSets) -> str:
     skip_unless_usable(name)
     kernel_sets(name)
     return name
+
+
+@pytest.fixture
+def keep_affinity():
+    """The timing driver pins when asked to; never leave the test process pinned."""
+    before = os.sched_getaffinity(0)
+    yield
+    os.sched_setaffinity(0, before)
+
+
+@pytest.fixture(scope="module")
+def drv():
+    """The native timing driver, unpinned (compiled once per module)."""
+    from vgkernels.bench.driver import driver
+
+    return driver(None, False)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 
 import pandas as pd
 import pytest
@@ -18,23 +17,13 @@ from vgkernels.analysis import ratio_table, summary
 from vgkernels.backends import BACKENDS, BY_NAME, Variant, usable
 from vgkernels.bench import CaseSpec, cli, parse_variant, peers, run, store
 from vgkernels.bench.cases import Buf, Builder, message, pieces
-from vgkernels.bench.driver import driver, kinds
+from vgkernels.bench.driver import kinds
 
 BEST = max(usable(), key=lambda b: b.rank).name
 FAST = dict(k=5, target_us=5.0, progress=False, pin=False, isolate=False)
 
 
-@pytest.fixture(autouse=True)
-def _keep_affinity():
-    """The driver pins when asked to; never leave the test process pinned."""
-    before = os.sched_getaffinity(0)
-    yield
-    os.sched_setaffinity(0, before)
-
-
-@pytest.fixture(scope="module")
-def drv():
-    return driver(None, False)
+pytestmark = pytest.mark.usefixtures("keep_affinity")
 
 
 def _libcrypto_ok() -> bool:

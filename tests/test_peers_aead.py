@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import json
-import os
 import time
 
 import numpy as np
@@ -18,7 +17,7 @@ from vgkernels.backends import BY_NAME, usable
 from vgkernels.bench import CaseSpec, cli, peers, run
 from vgkernels.bench.aead import AWSLC, AeadPeer, gcm_path, parse_peers, peer
 from vgkernels.bench.cases import Buf, Builder, message
-from vgkernels.bench.driver import NOISY_SPREAD, driver, median_interval
+from vgkernels.bench.driver import NOISY_SPREAD, median_interval
 from vgkernels.reporting import peerset
 
 BEST = max(usable(), key=lambda b: b.rank).name
@@ -28,16 +27,7 @@ needs_awscrt = pytest.mark.skipif(not HAVE_AWSCRT, reason="awscrt is not install
                                   "(pip install 'vgkernels[peers]'): no aws-lc peer")
 
 
-@pytest.fixture(autouse=True)
-def _keep_affinity():
-    before = os.sched_getaffinity(0)
-    yield
-    os.sched_setaffinity(0, before)
-
-
-@pytest.fixture(scope="module")
-def drv():
-    return driver(None, False)
+pytestmark = pytest.mark.usefixtures("keep_affinity")
 
 
 def _awscrt_path() -> str:
