@@ -310,16 +310,9 @@ def conclusions(models: pd.DataFrame, rem: pd.DataFrame, ex: pd.DataFrame,
                 txt += (f"; no size exceeds the linear model by more than {rtol:.0%} "
                         f"(largest {e['excess'].max():+.1%})")
         lines.append(txt + ".")
-    if len(rem) and rem["tail"].nunique() == 2:
-        for be, g in rem.groupby("backend"):
-            w = g.set_index("tail")
-            if {"split", "full"} <= set(w.index):
-                t_mid = max(1, int(w.loc["full", "t_max"]) // 2)
-                cs = w.loc["split", "fixed_ns"] + w.loc["split", "per_block_ns"] * t_mid
-                cf = w.loc["full", "fixed_ns"] + w.loc["full", "per_block_ns"] * t_mid
-                lines.append(f"**{be}**: {plural(t_mid, 'leftover block')} cost {cs:.1f} ns with "
-                             f"tail=split and {cf:.1f} ns with tail=full "
-                             f"({cf / cs - 1:+.0%})." if cs > 0 else
-                             f"**{be}**: leftover blocks cost nothing measurable with "
-                             "tail=split.")
+    for be, (t_mid, cs, cf) in leftover_costs(rem).items():
+        lines.append(f"**{be}**: {plural(t_mid, 'leftover block')} cost {cs:.1f} ns with "
+                     f"tail=split and {cf:.1f} ns with tail=full ({cf / cs - 1:+.0%})."
+                     if cs > 0 else
+                     f"**{be}**: leftover blocks cost nothing measurable with tail=split.")
     return lines
