@@ -19,12 +19,12 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from vgkernels import cpu, reporting
+from vgkernels import cpu, report
 from vgkernels.backends import availability
 from vgkernels.kernels.build import kernels
-from vgkernels.reporting import inventory as inv
+from vgkernels.report import inventory as inv
 
-nb = reporting.start("01_inventory", profile, out_dir, data_dir, backends)
+nb = report.start("01_inventory", profile, out_dir, data_dir, backends)
 usable_here = [b for b in nb.backends if availability()[b] is None]
 display(Markdown(f"Profile **{nb.profile.name}**; backends: {', '.join(nb.backends)}; "
                  f"writing to `{nb.paths.out}`"))

@@ -20,15 +20,15 @@ peers = True  # OpenSSL masked per backend (one worker process per backend)
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
-from vgkernels.reporting import blocks
+from vgkernels import report
+from vgkernels.report import block_counts
 
-nb = reporting.start("02_block_counts", profile, out_dir, data_dir, backends)
+nb = report.start("02_block_counts", profile, out_dir, data_dir, backends)
 display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
                  f"passes, {nb.profile.runs} A/B pairs); backends: {', '.join(nb.backends)}"))
 
 # %%
-res = nb.sweep("blocks", sizes=blocks.sizes(nb.profile), ab=("tail=split", "tail=full"),
+res = nb.sweep("blocks", sizes=block_counts.sizes(nb.profile), ab=("tail=split", "tail=full"),
                runs=nb.profile.runs, peers=peers)
 df = res.df
 display(Markdown(f"{len(df)} rows; driver overhead {res.overhead_ns:.1f} ns per call "
@@ -43,32 +43,32 @@ display(Markdown(f"{len(df)} rows; driver overhead {res.overhead_ns:.1f} ns per 
 
 # %%
 for be in nb.backends:
-    t = blocks.thread_table(df, be)
+    t = block_counts.thread_table(df, be)
     if len(t):
         nb.table(t, f"thread_table-{be}")
         display(Markdown(f"**{be}**"), t.set_index("bytes"))
 
 # %%
 for be in nb.backends:
-    nb.table(blocks.thread_table(df, be, sizes=None), f"all_sizes-{be}")
+    nb.table(block_counts.thread_table(df, be, sizes=None), f"all_sizes-{be}")
 
 # %% [markdown]
 # ## Seal time against block count: steps at group boundaries and the per-block slope
 
 # %%
-g = blocks.plot_steps(df)
+g = block_counts.plot_steps(df)
 nb.figure(g, "steps", headline=True, title="seal time against block count, split vs full")
 plt.show()
 
 # %%
-g = blocks.plot_increments(df)
+g = block_counts.plot_increments(df)
 nb.figure(g, "increments", title="marginal cost of one more block")
 plt.show()
 
 # %%
-slope_df = nb.table(blocks.slopes(df), "slopes")
+slope_df = nb.table(block_counts.slopes(df), "slopes")
 slope_df
 
 # %%
-nb.headline(blocks.headline(df))
-nb.conclude(blocks.conclusions(df, slope_df), recommendation=blocks.recommendation(df))
+nb.headline(block_counts.headline(df))
+nb.conclude(block_counts.conclusions(df, slope_df), recommendation=block_counts.recommendation(df))

@@ -26,11 +26,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
+from vgkernels import report
 from vgkernels.backends import availability
-from vgkernels.reporting import tails
+from vgkernels.report import tail_sizes
 
-nb = reporting.start("03_tail_sizes", profile, out_dir, data_dir, backends)
+nb = report.start("03_tail_sizes", profile, out_dir, data_dir, backends)
 display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
                  f"passes, {nb.profile.runs} A/B pairs); backends: {', '.join(nb.backends)}"))
 
@@ -40,8 +40,8 @@ for be in nb.backends:
     if availability()[be] is not None:
         display(Markdown(f"`{be}` skipped: {availability()[be]}"))
         continue
-    group, stitch_min = tails.geometry(be)
-    sizes = tails.plan(be, nb.profile)
+    group, stitch_min = tail_sizes.geometry(be)
+    sizes = tail_sizes.plan(be, nb.profile)
     display(Markdown(f"`{be}`: group {group}, stitch_min {stitch_min}: leftovers of "
                      f"1..{group - 1} blocks after the {group}-block loop; {len(sizes)} sizes "
                      f"from {min(sizes)} to {max(sizes)} bytes"))
@@ -54,24 +54,24 @@ df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 # ## Cost models per backend, tail and operation: coefficients (ns) and fit quality
 
 # %%
-lin, grp = tails.fit_models(df) if len(df) else ({}, {})
-models = nb.table(tails.model_table(lin, grp), "models")
+lin, grp = tail_sizes.fit_models(df) if len(df) else ({}, {})
+models = nb.table(tail_sizes.model_table(lin, grp), "models")
 models
 
 # %% [markdown]
 # ## What t leftover blocks add after whole groups (ns), and partial final blocks
 
 # %%
-rem = nb.table(tails.remainder_cost(df) if len(df) else pd.DataFrame(), "remainder")
+rem = nb.table(tail_sizes.remainder_cost(df) if len(df) else pd.DataFrame(), "remainder")
 rem
 
 # %%
-g = tails.plot_leftover(df)
+g = tail_sizes.plot_leftover(df)
 nb.figure(g, "leftover", headline=True, title="ns added by t leftover blocks")
 plt.show()
 
 # %%
-g = tails.plot_partial(df)
+g = tail_sizes.plot_partial(df)
 nb.figure(g, "partial", title="partial final block")
 plt.show()
 
@@ -79,16 +79,16 @@ plt.show()
 # ## Sizes measured above the linear model by more than rtol (flagged)
 
 # %%
-ex = tails.excess_table(df, lin, rtol=rtol) if lin else pd.DataFrame()
+ex = tail_sizes.excess_table(df, lin, rtol=rtol) if lin else pd.DataFrame()
 nb.table(ex, "excess")
 ex[ex["flagged"]] if len(ex) else ex
 
 # %%
-g = tails.plot_excess(ex, rtol=rtol)
+g = tail_sizes.plot_excess(ex, rtol=rtol)
 nb.figure(g, "excess", title="measured / linear model - 1")
 plt.show()
 
 # %%
 nb.headline({"models": len(lin), "flagged": int(ex["flagged"].sum()) if len(ex) else 0})
-nb.conclude(tails.conclusions(models, rem, ex, rtol=rtol),
-            recommendation=tails.recommendation(rem, ex, rtol=rtol))
+nb.conclude(tail_sizes.conclusions(models, rem, ex, rtol=rtol),
+            recommendation=tail_sizes.recommendation(rem, ex, rtol=rtol))

@@ -26,10 +26,10 @@ install = False  # also install the table for this CPU in the user's data direct
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from vgkernels import dispatch, reporting
-from vgkernels.reporting import copybelow as cb
+from vgkernels import dispatch, report
+from vgkernels.report import copy_below as cb
 
-nb = reporting.start("04_copy_below", profile, out_dir, data_dir, backends)
+nb = report.start("04_copy_below", profile, out_dir, data_dir, backends)
 display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
                  f"passes, {nb.profile.n_boot} bootstrap replicates); backends: "
                  f"{', '.join(nb.backends)}"))

@@ -18,20 +18,20 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
+from vgkernels import report
 from vgkernels.backends import availability
-from vgkernels.reporting import twoslice
+from vgkernels.report import two_slice
 
-nb = reporting.start("05_two_slice", profile, out_dir, data_dir, backends,
-                     only=twoslice.has_two_slice)
-chosen = reporting.choose_backends(backends, nb.profile)
+nb = report.start("05_two_slice", profile, out_dir, data_dir, backends,
+                     only=two_slice.has_two_slice)
+chosen = report.choose_backends(backends, nb.profile)
 eligible = [b for b in nb.backends if availability()[b] is None]
 display(Markdown(f"Profile **{nb.profile.name}**; backends with a two-slice path measured "
                  f"here: {', '.join(eligible) or 'none'}"))
 
 # %%
 if eligible:
-    res = nb.sweep("two_slice", backends=eligible, sizes=twoslice.sizes(nb.profile))
+    res = nb.sweep("two_slice", backends=eligible, sizes=two_slice.sizes(nb.profile))
     df = res.df
 else:
     df = pd.DataFrame()
@@ -40,18 +40,18 @@ else:
 # ## Two-slice first against copy first per n: times (ns, best of k) and their ratio
 
 # %%
-tab = twoslice.table(df)
+tab = two_slice.table(df)
 for be in eligible:
     t = tab[tab["backend"] == be].drop(columns="backend") if len(tab) else tab
     nb.table(t, f"thread_table-{be}")
     display(Markdown(f"**{be}**"), t.set_index("n") if len(t) else t)
 
 # %%
-fig = twoslice.plot(tab)
+fig = two_slice.plot(tab)
 nb.figure(fig, "ratio", headline=bool(eligible), title="copy first / two-slice first")
 plt.show()
 
 # %%
-nb.headline(twoslice.headline(tab))
-nb.conclude(twoslice.conclusions(tab, chosen, eligible),
-            recommendation=twoslice.recommendation(tab, eligible))
+nb.headline(two_slice.headline(tab))
+nb.conclude(two_slice.conclusions(tab, chosen, eligible),
+            recommendation=two_slice.recommendation(tab, eligible))

@@ -25,11 +25,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
+from vgkernels import report
 from vgkernels.bench import apicost
-from vgkernels.reporting import peers as pr
+from vgkernels.report import peers_roofline as pr
 
-nb = reporting.start("06_peers_roofline", profile, out_dir, data_dir, backends)
+nb = report.start("06_peers_roofline", profile, out_dir, data_dir, backends)
 display(Markdown(f"Profile **{nb.profile.name}** (k = {nb.profile.k}, {nb.profile.passes} "
                  f"passes); backends: {', '.join(nb.backends)}"))
 

@@ -21,11 +21,11 @@ cpus = None  # LLVM CPU names (None: znver3 znver4 znver5 icelake-server sapphir
 from IPython.display import Markdown, display
 
 from vgkernels import cpu as vgcpu
-from vgkernels import reporting
+from vgkernels import report
 from vgkernels.predict import mca, predictor, recommend, validate
-from vgkernels.reporting import prediction as pr
+from vgkernels.report import prediction as pr
 
-nb = reporting.start("07_predict", profile, out_dir, data_dir, backends)
+nb = report.start("07_predict", profile, out_dir, data_dir, backends)
 why = mca.missing_reason()
 if why:
     raise RuntimeError(why)

@@ -25,13 +25,13 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
+from vgkernels import report
 from vgkernels.backends import BACKENDS, availability
 from vgkernels.bench.driver import driver
 from vgkernels.ct import timing
-from vgkernels.reporting import ct as rct
+from vgkernels.report import constant_time as rct
 
-nb = reporting.start("08_constant_time", profile, out_dir, data_dir, backends)
+nb = report.start("08_constant_time", profile, out_dir, data_dir, backends)
 static_backends = nb.backends if (nb.profile.tiny or backends) else [b.name for b in BACKENDS]
 timed_backends = [b for b in nb.backends if availability()[b] is None]
 n_samples = rct.samples(nb.profile)

@@ -21,10 +21,10 @@ keep_host_data = False  # also write this run's rows into data/hosts/<report fol
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from vgkernels import reporting
-from vgkernels.reporting import hosts as hs
+from vgkernels import report
+from vgkernels.report import across_hosts as hs
 
-nb = reporting.start("09_across_hosts", profile, out_dir, data_dir, backends)
+nb = report.start("09_across_hosts", profile, out_dir, data_dir, backends)
 root = hosts_dir or hs.default_root()
 kept = hs.load_hosts(root)
 current = hs.this_run(nb.paths.data, nb.paths.out.name)

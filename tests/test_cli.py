@@ -12,7 +12,7 @@ import pytest
 
 from vgkernels import __version__, cli
 from vgkernels.bench import cli as bench_cli
-from vgkernels.reporting import notebooks as nbs
+from vgkernels.report import notebooks as nbs
 
 NO_VAES = "aes,pclmulqdq,ssse3,avx"  # a mask every x86-64 host with AES-NI can satisfy
 
@@ -125,7 +125,7 @@ def _actions(p: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def test_every_option_has_help():
-    from vgkernels.reporting import batch
+    from vgkernels.report import batch
 
     for prog, p in (("bench", bench_cli.parser()), ("report", batch.parser())):
         missing = [a.dest for a in _actions(p) if not a.help]

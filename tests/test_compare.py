@@ -109,7 +109,7 @@ def test_unreadable_folder_is_one_clear_error(tmp_path, damage):
 def test_host_rows_round_trip_and_merge(tmp_path):
     import warnings
 
-    from vgkernels.reporting import hosts
+    from vgkernels.report import across_hosts
 
     a, _ = run(1, {})
     for col, val in (("cpu_model", "CPU A"), ("cpu_vendor", "AuthenticAMD"), ("cpu_family", 25),
@@ -117,7 +117,7 @@ def test_host_rows_round_trip_and_merge(tmp_path):
         a[col] = val
     report = tmp_path / "2026-11-30-h1-znver3"
     store.save(a.assign(impl="vgkernels"), None, {}, report / "data", "peers-1")
-    path = hosts.save_host(report, tmp_path / "hosts")
+    path = across_hosts.save_host(report, tmp_path / "hosts")
     assert path == tmp_path / "hosts" / report.name / "seal.csv"
     b = pd.read_csv(path).assign(run="other", cpu_family=26, llvm_cpu="znver5",
                                  min_ns=lambda d: d["min_ns"] / 2)
@@ -127,11 +127,11 @@ def test_host_rows_round_trip_and_merge(tmp_path):
     (tmp_path / "hosts" / "broken" / "seal.csv").write_text("a,b\n1,2\n")
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        kept = hosts.load_hosts(tmp_path / "hosts")
+        kept = across_hosts.load_hosts(tmp_path / "hosts")
     assert any("broken/seal.csv: no column(s)" in str(x.message) for x in w)
-    df = hosts.merged(kept, pd.DataFrame())
+    df = across_hosts.merged(kept, pd.DataFrame())
     assert df["machine"].nunique() == 2
-    t = hosts.table(df)
+    t = across_hosts.table(df)
     assert len(t) == 3 and t.shape[1] == 4
-    lines = hosts.conclusions(df)
+    lines = across_hosts.conclusions(df)
     assert "2 machine(s)" in lines[0] and "2.00x slower" in lines[1]

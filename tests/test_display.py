@@ -1,5 +1,5 @@
-"""Numbers for people in report tables (vgkernels.reporting.display) and the offline page
-helpers (vgkernels.reporting.pages)."""
+"""Numbers for people in report tables (vgkernels.report.display) and the offline page
+helpers (vgkernels.report.pages)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vgkernels.reporting import display, pages
+from vgkernels.report import display, pages
 
 
 @pytest.mark.parametrize("x, text", [

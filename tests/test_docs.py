@@ -70,12 +70,12 @@ def test_public_surface_outside_api_is_documented():
         if inspect.isclass(obj) or inspect.isfunction(obj):
             missing += _undocumented(obj, f"bench.{name}")
     for mod in ("vgkernels.selfcheck", "vgkernels.listing", "vgkernels.aot", "vgkernels.cli",
-                "vgkernels.reporting.display", "vgkernels.reporting.pages",
-                "vgkernels.reporting.batch", "vgkernels.reporting.common",
-                "vgkernels.reporting.notebooks", "vgkernels.reporting.blocks",
-                "vgkernels.reporting.tails", "vgkernels.reporting.copybelow",
-                "vgkernels.reporting.twoslice", "vgkernels.reporting.peers",
-                "vgkernels.reporting.inventory"):
+                "vgkernels.report.display", "vgkernels.report.pages",
+                "vgkernels.report.batch", "vgkernels.report.session",
+                "vgkernels.report.notebooks", "vgkernels.report.block_counts",
+                "vgkernels.report.tail_sizes", "vgkernels.report.copy_below",
+                "vgkernels.report.two_slice", "vgkernels.report.peers_roofline",
+                "vgkernels.report.inventory"):
         m = importlib.import_module(mod)
         for name, obj in vars(m).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != mod:

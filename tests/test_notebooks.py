@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from vgkernels.reporting import batch, common
-from vgkernels.reporting import notebooks as nbs
+from vgkernels.report import batch, session, tail_sizes
+from vgkernels.report import notebooks as nbs
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
@@ -86,7 +86,7 @@ def _execute(name: str, tmp: Path, kernel: str, **extra) -> tuple[Path, dict]:
               "backends": None, **extra}
     run = batch.execute(NB_DIR / f"{name}.ipynb", out, params, kernel, html_out=True)
     assert run.status == "ok", f"{name} failed: {run.error}"
-    return out, common.read_notes(out)[name]
+    return out, session.read_notes(out)[name]
 
 
 @pytest.mark.parametrize("name", nbs.NOTEBOOKS)
@@ -126,7 +126,7 @@ SCI = re.compile(r"\b\d\.\d+e[+-]\d+\b")  # 3.084062e+01
 def _check_page(out: Path, name: str, nb: nbformat.NotebookNode, notes: dict) -> None:
     """The HTML page: readable offline, numbers for people, recommendation first, links that
     resolve, and (with Chromium) a screenshot that is not blank."""
-    from vgkernels.reporting import pages
+    from vgkernels.report import pages
 
     page = out / f"{name}.html"
     text = page.read_text(encoding="utf-8")
@@ -197,12 +197,11 @@ def _check_tails(out: Path, notes: dict) -> None:
     assert set(m["tail"]) == {"split", "full"}
     ex = pd.read_csv(out / "tables" / "03_tail_sizes-excess.csv")
     assert {"measured", "predicted", "excess", "flagged"} <= set(ex.columns)
-    from vgkernels.reporting import tails
 
     nb = nbformat.read(out / "03_tail_sizes.ipynb", as_version=4)
     md = "\n".join(_outputs(nb, "text/markdown"))
     for be in notes["backends"]:  # the leftover range is the backend's own group
-        group, _ = tails.geometry(be)
+        group, _ = tail_sizes.geometry(be)
         assert f"1..{group - 1} blocks after the {group}-block loop" in md
 
 

@@ -52,7 +52,7 @@ def test_wheel_installed_elsewhere_runs_the_report(tmp_path):
     import sys
     import sysconfig
 
-    from vgkernels.reporting import notebooks as nbs
+    from vgkernels.report import notebooks as nbs
 
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),

@@ -18,7 +18,7 @@ from vgkernels.bench import CaseSpec, cli, peers, run
 from vgkernels.bench.aead import AWSLC, AeadPeer, gcm_path, parse_peers, peer
 from vgkernels.bench.cases import Buf, Builder, message
 from vgkernels.bench.driver import NOISY_SPREAD, median_interval
-from vgkernels.reporting import peerset
+from vgkernels.report import peerset
 
 BEST = max(usable(), key=lambda b: b.rank).name
 FAST = dict(k=3, target_us=5.0, progress=False, pin=False, isolate=False)
@@ -166,7 +166,7 @@ def test_best_peer_is_the_fastest_named():
 
 
 def test_conclusions_never_quote_openssl30_as_the_vaes_peer():
-    from vgkernels.reporting import peers as pr
+    from vgkernels.report import peers_roofline as pr
 
     lines = pr.conclusions(_peer_rows(), pd.DataFrame())
     vaes = next(x for x in lines if x.startswith("**vaes_avx512**"))

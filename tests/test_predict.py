@@ -237,7 +237,7 @@ def test_recommendation_table_rejects_bad_data(breakage):
 
 
 def test_report_batch_skips_notebook_07_without_llvm_mca(monkeypatch, tmp_path):
-    from vgkernels.reporting import batch
+    from vgkernels.report import batch
 
     monkeypatch.setenv(mca.ENV_VAR, "/nonexistent/llvm-mca")
     rc = batch.main(["--profile", "tiny", "--only", "07", "--out", str(tmp_path),

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vgkernels import dispatch, machine, report
+from vgkernels import dispatch, machine
 from vgkernels.backends import BY_NAME
-from vgkernels.reporting import batch, common, copybelow
-from vgkernels.reporting import notebooks as nbs
+from vgkernels.report import batch, copy_below, session
+from vgkernels.report import notebooks as nbs
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or next(
@@ -28,10 +28,6 @@ CHROMIUM = shutil.which("chromium") or next(
 
 
 # -- pieces ----------------------------------------------------------------------------------
-
-
-def test_report_main_is_the_batch():
-    assert report.main is batch.main
 
 
 def test_select_notebooks():
@@ -45,45 +41,51 @@ def test_select_notebooks():
 
 
 def test_profiles_and_backends():
-    assert [common.get_profile(p).name for p in common.PROFILES] == ["tiny", "quick", "full"]
+    assert [session.get_profile(p).name for p in session.PROFILES] == ["tiny", "quick", "full"]
     with pytest.raises(ValueError, match="unknown profile"):
-        common.get_profile("huge")
-    assert common.parse_backends("a, b c") == ["a", "b", "c"]
-    assert common.parse_backends(None) is None
+        session.get_profile("huge")
+    assert session.parse_backends("a, b c") == ["a", "b", "c"]
+    assert session.parse_backends(None) is None
     from vgkernels.backends import choose, usable
 
-    assert common.choose_backends(None, "tiny") == [choose().name]
-    assert common.choose_backends(None, "quick") == [b.name for b in usable()]
+    assert session.choose_backends(None, "tiny") == [choose().name]
+    assert session.choose_backends(None, "quick") == [b.name for b in usable()]
     with pytest.raises(ValueError, match="unknown backend"):
-        common.choose_backends(["nope"], "quick")
+        session.choose_backends(["nope"], "quick")
 
 
 def test_profile_plans():
     from vgkernels.backends import BACKENDS
-    from vgkernels.reporting import blocks, inventory, peers, tails, twoslice
+    from vgkernels.report import (
+        block_counts,
+        inventory,
+        peers_roofline,
+        tail_sizes,
+        two_slice,
+    )
 
-    assert blocks.sizes("full") == [16 * b for b in range(1, 73)]
-    assert set(blocks.THREAD_SIZES) <= set(blocks.sizes("quick"))
-    assert {384, 640} <= set(blocks.sizes("tiny"))
-    for prof in common.PROFILES:
-        for sz in (peers.sizes(prof),):
-            assert set(peers.HEADLINE_SIZES) <= set(sz)
-        assert {n % 16 for n in twoslice.sizes(prof)} >= {0, 15}
-        assert all(n >= 256 for n in twoslice.sizes(prof))
-    assert {n % 16 for n in twoslice.sizes("full")} == set(range(16))
-    assert copybelow.sizes("full") is None and not copybelow.refine("tiny")
+    assert block_counts.sizes("full") == [16 * b for b in range(1, 73)]
+    assert set(block_counts.THREAD_SIZES) <= set(block_counts.sizes("quick"))
+    assert {384, 640} <= set(block_counts.sizes("tiny"))
+    for prof in session.PROFILES:
+        for sz in (peers_roofline.sizes(prof),):
+            assert set(peers_roofline.HEADLINE_SIZES) <= set(sz)
+        assert {n % 16 for n in two_slice.sizes(prof)} >= {0, 15}
+        assert all(n >= 256 for n in two_slice.sizes(prof))
+    assert {n % 16 for n in two_slice.sizes("full")} == set(range(16))
+    assert copy_below.sizes("full") is None and not copy_below.refine("tiny")
     for be in BACKENDS:
-        g, s = tails.geometry(be.name)
-        whole = {n // 16 for n in tails.plan(be.name, "quick") if n % 16 == 0}
+        g, s = tail_sizes.geometry(be.name)
+        whole = {n // 16 for n in tail_sizes.plan(be.name, "quick") if n % 16 == 0}
         assert {s + t for t in range(g)} <= whole and s + 2 * g in whole
-        assert {n % 16 for n in tails.plan(be.name, "full")} == set(range(16))
+        assert {n % 16 for n in tail_sizes.plan(be.name, "full")} == set(range(16))
         groups = {v.group for v in inventory.variants(be.name, "full")}
         assert groups == set(be.groups)
         assert {v.tail for v in inventory.variants(be.name, "tiny")} == {"split", "full"}
 
 
 def test_default_out_dir_is_reports_date_host():
-    d = common.default_out_dir(ROOT / "tests")
+    d = session.default_out_dir(ROOT / "tests")
     assert d.parent == ROOT / "reports"
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-[A-Za-z0-9_.-]+", d.name)
 
@@ -147,13 +149,13 @@ def test_copy_below_document_is_what_the_api_reads(tmp_path):
                                  "shape": "n+1", "aligned": aligned, "n": size,
                                  "bytes": size + 1, "ns": ns * rng.uniform(1.0, 1.002)})
     samples = pd.DataFrame(rows)
-    res = copybelow.thresholds(samples, n_boot=50)
-    doc = copybelow.document(res, samples, {"run_id": "r1"})
+    res = copy_below.thresholds(samples, n_boot=50)
+    doc = copy_below.document(res, samples, {"run_id": "r1"})
     dispatch.validate(doc, "test")
     assert doc["cpu"]["llvm_cpu"] == machine.cpu_key()["llvm_cpu"] and doc["run_id"] == "r1"
     be = doc["backends"]["vaes_avx512"]
     assert be["aligned"] == 1025 and be["unaligned"] == 4096
-    path = copybelow.write(doc, tmp_path / "copy_below.json")
+    path = copy_below.write(doc, tmp_path / "copy_below.json")
     assert json.loads(path.read_text())["backends"]["vaes_avx512"]["ci"]["aligned"][
         "n_boot"] == 50
     # what the API reads: installed for this CPU, it is the first table looked up
@@ -161,7 +163,7 @@ def test_copy_below_document_is_what_the_api_reads(tmp_path):
     tables = [("user", str(tmp_path / "user" / dispatch.file_name(doc["cpu"])), doc)]
     t = dispatch.lookup(BY_NAME["vaes_avx512"], tables=tables)
     assert (t.aligned, t.unaligned, t.source) == (1025, 4096, "user")
-    lines = copybelow.statements(res, samples)
+    lines = copy_below.statements(res, samples)
     assert lines and "copy dispatch pays off" in lines[0] and "1025" in lines[0]
 
 
@@ -215,7 +217,7 @@ def test_index_links_only_files_a_committed_report_has(tmp_path):
                               html="02_block_counts.html"),
             batch.NotebookRun("03_tail_sizes", "ok", ipynb="03_tail_sizes.ipynb",
                               html="03_tail_sizes.html")]
-    from vgkernels.reporting import pages
+    from vgkernels.report import pages
 
     page = batch.write_index(out, runs, {"profile": "quick", "host": "h", "date": "d"})
     assert not pages.dead_links(page), pages.dead_links(page)
@@ -241,7 +243,7 @@ def test_index_links_only_files_a_committed_report_has(tmp_path):
 def test_committed_report_pages_work_offline(page):
     """What is committed under reports/: no link to a file that is not there (executed
     notebooks and raw data stay out of git), nothing fetched from the network."""
-    from vgkernels.reporting import pages
+    from vgkernels.report import pages
 
     assert not pages.dead_links(page), pages.dead_links(page)
     assert not pages.remote_refs(page.read_text(encoding="utf-8"))
@@ -273,7 +275,7 @@ def test_batch_tiny_writes_index_and_renders(tmp_path):
          "--only", "02", "04", "06", "--no-progress"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    best = common.choose_backends(None, "tiny")[0]
+    best = session.choose_backends(None, "tiny")[0]
     assert re.search(rf"^{best}\s", proc.stdout, re.M), proc.stdout  # headline printed
     html = (out / "index.html").read_text()
     assert "<h2 id='headline'>Headline</h2>" in html and "class=\"dataframe headline\"" in html
@@ -281,7 +283,7 @@ def test_batch_tiny_writes_index_and_renders(tmp_path):
                 "copy_below (aligned, unaligned)", "split→full @384 B"):
         assert col in html, col
     assert f"<td>{best}</td>" in html
-    from vgkernels.reporting import pages
+    from vgkernels.report import pages
 
     links = set(pages.local_links(html))
     for name in ("02_block_counts", "04_copy_below", "06_peers_roofline"):

@@ -176,7 +176,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _tune(argv: list[str]) -> int:
     """``vgkernels tune``: derive this CPU's copy_below thresholds (notebook 04, full profile by
     default) and install them in the user's data directory, where AesGcm looks first."""
-    from .report import main as report_main
+    from .report.batch import main as report_main
 
     p = argparse.ArgumentParser(prog="vgkernels tune", description=_tune.__doc__)
     p.add_argument("--profile", choices=("tiny", "quick", "full"), default="full",
@@ -226,7 +226,7 @@ def _asm(args: argparse.Namespace) -> int:
 
 
 def _notebooks(args: argparse.Namespace) -> int:
-    from .reporting.notebooks import copy_out
+    from .report.notebooks import copy_out
 
     try:
         copies = copy_out(args.dir, overwrite=args.force)
@@ -256,7 +256,7 @@ def _main(argv: list[str]) -> int:
 
         return predict_main(argv[1:])
     if argv and argv[0] == "report":
-        from .report import main as report_main
+        from .report.batch import main as report_main
 
         return report_main(argv[1:])
     if argv and argv[0] == "ct-timing":

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from . import notebooks as nbs
-from .common import (
+from .session import (
     PROFILES,
     PROGRESS_ENV,
     default_out_dir,
@@ -152,7 +152,7 @@ def render_html(ipynb: Path) -> Path:
 
 class _Progress:
     """The batch's progress bar: which notebook runs, and (polled from the file the notebook
-    writes, see vgkernels.reporting.common.report_progress) which sweep and how far."""
+    writes, see vgkernels.report.session.report_progress) which sweep and how far."""
 
     def __init__(self, total: int, enabled: bool, path: Path):
         self.path = path
@@ -222,7 +222,7 @@ def _thr(x: Any) -> str:
 def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.DataFrame:
     """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer masked to
     the same features (named) and its time over ours at 16 KiB and 1 KiB, then each peer's
-    time over ours at 16 KiB (vgkernels.reporting.peerset), the copy_below thresholds and the
+    time over ours at 16 KiB (vgkernels.report.peerset), the copy_below thresholds and the
     split -> full change at 384 B, from the notebooks' notes.  ``text``: formatted cells
     instead of numbers."""
     peers = _per_backend(notes, "06_peers_roofline")
@@ -524,7 +524,7 @@ def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
 def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
     from .. import __version__, machine
     from ..bench.meta import clocks
-    from .common import choose_backends
+    from .session import choose_backends
 
     ident = {**machine.identity(), **clocks()}
     return {**ident, "machine": machine.caption(ident),

@@ -1,10 +1,10 @@
 """Report building blocks: what the notebooks in notebooks/ call (profiles, sweeps with
 progress, computed tables, plots and conclusions) and the batch that runs them
-(``vgkernels report``, see :mod:`vgkernels.reporting.batch`)."""
+(``vgkernels report``, see :mod:`vgkernels.report.batch`)."""
 
 from __future__ import annotations
 
-from .common import (
+from .session import (
     PROFILES,
     Notebook,
     Paths,

@@ -30,7 +30,7 @@ def notebooks_dir(override: str | Path | None = None) -> Path:
     """The notebooks directory: ``override``, ``$VG_NOTEBOOKS``, the checkout the package
     was installed from (editable install), the copy inside an installed package, or a
     checkout at or above the current directory."""
-    from .common import project_root
+    from .session import project_root
 
     cands: list[Path] = []
     if override:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..backends import Variant
 from ..ct import check, controls, timing
-from .common import Profile, fmt_list, plural
+from .session import Profile, fmt_list, plural
 
 KINDS = ("branch", "switch", "address", "division", "call", "store", "select")
 

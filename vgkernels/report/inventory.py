@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
+from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
 
 # -- CPU and backends ------------------------------------------------------------------------
 

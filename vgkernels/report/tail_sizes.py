@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .blocks import PALETTE
-from .common import Profile, empty_figure, fmt_list, get_profile, plural
+from .block_counts import PALETTE
+from .session import Profile, empty_figure, fmt_list, get_profile, plural
 
 RTOL = 0.10  # excess: measured above the model by more than this
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import dispatch, machine
-from .common import Profile, empty_figure, fmt_bytes, fmt_list, get_profile
+from .session import Profile, empty_figure, fmt_bytes, fmt_list, get_profile
 
 RTOL = 0.01  # gather "at least as fast" as copy+ip: within 1%
 STAT = "median"  # per-size statistic the thresholds compare (the bootstrap needs a median)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from .common import Profile
+from .session import Profile
 
 
 def cpus(profile: Profile, requested: Sequence[str] | None = None) -> list[str]:

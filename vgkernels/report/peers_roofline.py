@@ -2,7 +2,7 @@
 the same CPU features (the system's OpenSSL, the OpenSSL 4 cryptography bundles, aws-lc from
 the awscrt wheel, EVP_AEAD libraries given by path) and cryptography (timed through its Python
 call); "vs best peer" names the fastest peer at each instruction-set level (see
-vgkernels.reporting.peerset); and each backend's share of its CTR-only roofline (the ctr32
+vgkernels.report.peerset); and each backend's share of its CTR-only roofline (the ctr32
 keystream rate)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
 from .peerset import best_peers, peer_names, seal_times
+from .session import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
 
 HEADLINE_SIZES = (16, 1024, 16384)
 LABELS = {"seal": "vgkernels seal", "copy_ip": "vgkernels copy+ip (n+1)",

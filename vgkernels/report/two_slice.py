@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_list, fmt_range, get_profile
+from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile
 
 THREAD_SIZES = (512, 768, 1024, 1500, 2000, 3000, 511, 767, 2047)
 

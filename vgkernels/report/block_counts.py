@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .common import Profile, empty_figure, fmt_list, fmt_ns, fmt_pct, get_profile
 from .display import sig
+from .session import Profile, empty_figure, fmt_list, fmt_ns, fmt_pct, get_profile
 
 THREAD_SIZES = (384, 640, 1024, 1088)  # the PR thread's rows
 PALETTE = {"tail=split": "#d95f02", "tail=full": "#1b9e77", "OpenSSL": "#7570b3"}

@@ -3,7 +3,7 @@ progress, and saving figures, tables, conclusions and headline numbers.
 
 A notebook is thin::
 
-    nb = reporting.start("02_block_counts", profile, out_dir, data_dir, backends)
+    nb = report.start("02_block_counts", profile, out_dir, data_dir, backends)
     res = nb.sweep("blocks", sizes=[...], ab=("tail=split", "tail=full"))
     nb.table(df, "thread_table")          # CSV under <out>/tables/, returns df for display
     nb.figure(fig, "steps")               # PNG under <out>/figures/

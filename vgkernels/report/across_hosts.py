@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..bench.store import DataSchemaError, load_folder
-from .common import project_root
+from .session import project_root
 
 IDENTITY = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number", "llvm_cpu",
             "hypervisor"]
@@ -129,7 +129,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 def plot(df: pd.DataFrame):
     import seaborn as sns
 
-    from .common import empty_figure
+    from .session import empty_figure
 
     if df.empty:
         return empty_figure("no seal rows from any machine")
