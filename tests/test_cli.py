@@ -77,7 +77,7 @@ def test_asm_one_function_and_variant(capsys):
                      "--cpu", "x86-64-v2"]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
-    assert first == "vg_aesni_pclmul_split_g8_s16_w0_seal:", first
+    assert first == "vg_aesni_pclmul_split_g8_s16_r0_seal:", first
     labels = [x for x in out.splitlines() if x.startswith("vg_") and x.endswith(":")]
     assert labels == [first]  # one function only
     assert "aesenc" in out
