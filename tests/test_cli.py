@@ -108,9 +108,9 @@ def test_export_variant_and_cpu(tmp_path, capsys):
     assert cli.main(["export", "aesni_pclmul_avx", str(tmp_path), "--variant",
                      "tail=split,group=4", "--cpu", "x86-64-v3"]) == 0
     obj, hdr = capsys.readouterr().out.split()
-    assert obj.endswith("vg_aesni_pclmul_avx_split_g4_s8_w0.o")
-    assert (tmp_path / "vg_aesni_pclmul_avx_split_g4_s8_w0.h").read_text().count(
-        "vg_aesni_pclmul_avx_split_g4_s8_w0_seal(") == 1
+    assert obj.endswith("vg_aesni_pclmul_avx_split_g4_s8_r0.o")
+    assert (tmp_path / "vg_aesni_pclmul_avx_split_g4_s8_r0.h").read_text().count(
+        "vg_aesni_pclmul_avx_split_g4_s8_r0_seal(") == 1
 
 
 def _actions(p: argparse.ArgumentParser) -> list[argparse.Action]:
