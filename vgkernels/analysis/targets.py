@@ -162,6 +162,8 @@ def records(raw: pd.DataFrame) -> list[dict]:
     sw = pd.concat([_part(raw, "sweep_records"), _part(raw, "sweep_sizes")])
     if sw.empty:
         return []
+    rec = _part(raw, "sweep_records")
+    asked = set(zip(rec["backend"], rec["n"], strict=True))  # where two_slice was measured
     sw = sw[(sw["impl"] == "vgkernels") & (sw["shape"] == "n+1")]
     best = sw.groupby(["backend", "n", "op"])["min_ns"].min().unstack("op")
     out = []
@@ -173,7 +175,7 @@ def records(raw: pd.DataFrame) -> list[dict]:
                 out.append(_row(5, f"{op} vs copy + seal", be, n, float(r[op]),
                                 float(r["copy_ip"]), "ns", RECORD_LIMIT,
                                 detail="n+1 a multiple of 16" if (n + 1) % 16 == 0 else ""))
-            elif op == "two_slice" and get(be).two_slice:
+            elif op == "two_slice" and (be, n) in asked:  # it declined the shape
                 out.append(_row(5, "two_slice vs copy + seal", be, n, math.nan,
                                 float(r["copy_ip"]), "ns", RECORD_LIMIT, detail="declined"))
     return out
