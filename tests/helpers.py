@@ -16,8 +16,9 @@ from typing import Any
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from vgkernels import abi, spec
-from vgkernels.backends import BACKENDS, Variant
+from vgkernels.backends import BACKENDS
 from vgkernels.kernels.build import kernels
+from vgkernels.variant import Variant
 
 BACKEND_NAMES: list[str] = [b.name for b in BACKENDS]
 BY_NAME = {b.name: b for b in BACKENDS}

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vgkernels import dispatch
 from vgkernels.analysis import (
     ab_table,
     coef_table,
@@ -23,7 +24,6 @@ from vgkernels.analysis import (
     fit_grouped,
     ratio_table,
     summary,
-    thresholds_json,
     to_text,
 )
 
@@ -298,13 +298,20 @@ def test_copy_below_table_and_json():
     one = copy_below_table(df, "avx2", rtol=0.0, n_boot=0)
     assert set(one["backend"]) == {"avx2"} and len(one) == 2
 
-    js = thresholds_json(copy_below(df, rtol=0.0, n_boot=30))
-    assert js["avx2"]["aligned"] == 544 and js["avx2"]["unaligned"] == 709
-    assert js["vaes"]["aligned"] == 0 and js["vaes"]["unaligned"] is None
-    assert js["avx2"]["ci"]["aligned"] == {"low": 544, "high": 544, "level": 0.95, "n_boot": 30}
-    assert js["vaes"]["ci"]["unaligned"]["high"] is None
-    assert thresholds_json(tab) == js  # the table form gives the same JSON
-    assert json.loads(json.dumps(js)) == js
+    # the dispatch table's rows (vgkernels.dispatch owns the format) from either form
+    res = copy_below(df, rtol=0.0, n_boot=30)
+    rows = {be: dispatch.Entry.from_crossover(res[(be, True)], res[(be, False)]).dump()
+            for be in ("avx2", "vaes")}
+    assert rows["avx2"]["aligned"] == 544 and rows["avx2"]["unaligned"] == 709
+    assert rows["vaes"]["aligned"] == 0 and rows["vaes"]["unaligned"] is None
+    assert rows["avx2"]["ci"]["aligned"] == {"low": 544, "high": 544, "level": 0.95,
+                                             "n_boot": 30}
+    assert rows["vaes"]["ci"]["unaligned"]["high"] is None
+    tab = copy_below_table(df, rtol=0.0, n_boot=30)
+    by = {(r.backend, r.aligned): r for r in tab.itertuples(index=False)}
+    assert {be: dispatch.Entry.from_crossover(by[(be, True)], by[(be, False)]).dump()
+            for be in ("avx2", "vaes")} == rows  # the table form gives the same rows
+    assert json.loads(json.dumps(rows)) == rows
 
 
 # --------------------------------------------------------------------------------------

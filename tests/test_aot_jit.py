@@ -13,8 +13,9 @@ import textwrap
 import pytest
 
 from vgkernels import aot, spec
-from vgkernels.backends import Variant, availability, get
+from vgkernels.backends import availability, get
 from vgkernels.kernels.build import generate, kernels
+from vgkernels.variant import Variant
 
 
 def test_ir_and_asm_are_inspectable():
@@ -39,7 +40,7 @@ def test_second_process_compiles_nothing(tmp_path):
     env = dict(os.environ, VG_CACHE_DIR=str(tmp_path))
     code = textwrap.dedent("""
         from vgkernels.kernels.build import kernels
-        from vgkernels.backends import Variant
+        from vgkernels.variant import Variant
         k = kernels("aesni_pclmul_avx", Variant(group=4))
         print(k.library.from_cache, k.library.compile_seconds)
     """)

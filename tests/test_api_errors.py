@@ -60,7 +60,8 @@ def test_key_not_a_buffer(backend, key):
 
 
 def test_bad_backend_or_variant(backend):
-    from vgkernels.backends import BY_NAME, Variant
+    from vgkernels.backends import BY_NAME
+    from vgkernels.variant import Variant
 
     with pytest.raises(ValueError, match="unknown backend 'nope'; known: portable"):
         AesGcm(KEY, backend="nope")

@@ -14,10 +14,11 @@ import pytest
 import vgkernels
 from vgkernels import abi
 from vgkernels.analysis import ratio_table, summary
-from vgkernels.backends import BACKENDS, BY_NAME, Variant, usable
-from vgkernels.bench import CaseSpec, cli, parse_variant, peers, run, store
-from vgkernels.bench.cases import Buf, Builder, message, pieces
+from vgkernels.backends import BACKENDS, BY_NAME, usable
+from vgkernels.bench import CaseSpec, cli, peers, run, store
+from vgkernels.bench.cases import Builder, message, pieces
 from vgkernels.bench.driver import kinds
+from vgkernels.buffers import Buf
 
 BEST = max(usable(), key=lambda b: b.rank).name
 FAST = dict(k=5, target_us=5.0, progress=False, pin=False, isolate=False)
@@ -79,17 +80,6 @@ def test_shapes_and_alignment():
         CaseSpec("seal", 100, BEST, "n+1")  # in place takes one piece
     with pytest.raises(ValueError):
         CaseSpec("ctr32", 100, BEST)  # whole blocks only
-
-
-def test_parse_variant():
-    v = parse_variant("tail=split,group=8,stitch_min=16")
-    assert (v.tail, v.group, v.stitch_min) == ("split", 8, 16)
-    assert parse_variant("full") == Variant(tail="full")
-    with pytest.raises(ValueError):
-        parse_variant("colour=blue")
-
-
-# -- the driver ---------------------------------------------------------------------------
 
 
 def test_calibration_twice_the_work(drv):
@@ -233,7 +223,7 @@ def test_openssl_peer_matches_kernels(drv, key_len):
         spec = CaseSpec("seal", n, BEST, key_len=key_len)
         key, nonce, aad = b.material(spec)
         msg = message(n, seed=n)
-        buf, tag = Buf(n, msg), Buf(16)
+        buf, tag = Buf.alloc(n, msg), Buf.alloc(16)
         res, args, _ = abi.SIGNATURES["seal"]
         seal = ctypes.CFUNCTYPE(res, *args)(b.address(spec, "seal"))
         assert seal(b.ctx(spec), nonce, len(nonce), aad, len(aad), buf.addr, n, tag.addr) == 0
@@ -301,7 +291,7 @@ def test_bundled_openssl_peer_matches_kernels(drv, key_len):
         spec = CaseSpec("seal", n, BEST, key_len=key_len)
         key, nonce, aad = b.material(spec)
         msg = message(n, seed=n)
-        buf, tag = Buf(n, msg), Buf(16)
+        buf, tag = Buf.alloc(n, msg), Buf.alloc(16)
         res, args, _ = abi.SIGNATURES["seal"]
         seal = ctypes.CFUNCTYPE(res, *args)(b.address(spec, "seal"))
         assert seal(b.ctx(spec), nonce, len(nonce), aad, len(aad), buf.addr, n, tag.addr) == 0

@@ -10,7 +10,7 @@ import pytest
 from helpers import rbytes, ref, rng
 
 from vgkernels.api import AesGcm
-from vgkernels.backends import Variant
+from vgkernels.variant import Variant
 
 KEY = bytes(range(16))
 AAD = b"counter-aad"

@@ -10,8 +10,9 @@ import os
 import pytest
 
 from vgkernels import abi, spec
-from vgkernels.backends import BACKENDS, Variant, availability
+from vgkernels.backends import BACKENDS, availability
 from vgkernels.kernels.build import kernels
+from vgkernels.variant import Variant
 
 
 def _fn(k, op):

@@ -9,9 +9,9 @@ import shutil
 import pytest
 from helpers import BACKEND_NAMES
 
-from vgkernels.backends import Variant
 from vgkernels.ct import check_backend, irparse
 from vgkernels.ct.controls import check_controls
+from vgkernels.variant import Variant
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("objdump") or shutil.which("llvm-objdump")),

@@ -38,7 +38,8 @@ from hypothesis import strategies as st
 
 from vgkernels import spec
 from vgkernels.api import AesGcm, InvalidTag
-from vgkernels.backends import Variant, usable
+from vgkernels.backends import usable
+from vgkernels.variant import Variant
 
 EVERY = os.environ.get("VG_TEST_VARIANTS", "pairwise") == "all"
 VARIANTS = [(name, v) for name in BACKEND_NAMES

@@ -16,8 +16,9 @@ from vgkernels import abi
 from vgkernels.backends import BY_NAME, usable
 from vgkernels.bench import CaseSpec, cli, peers, run
 from vgkernels.bench.aead import AWSLC, AeadPeer, gcm_path, parse_peers, peer
-from vgkernels.bench.cases import Buf, Builder, message
+from vgkernels.bench.cases import Builder, message
 from vgkernels.bench.driver import NOISY_SPREAD, median_interval
+from vgkernels.buffers import Buf
 from vgkernels.report import peerset
 
 BEST = max(usable(), key=lambda b: b.rank).name
@@ -52,7 +53,7 @@ def test_awslc_matches_kernels(drv, key_len):
         spec = CaseSpec("seal", n, BEST, key_len=key_len)
         key, nonce, aad = b.material(spec)
         msg = message(n, seed=n)
-        buf, tag = Buf(n, msg), Buf(16)
+        buf, tag = Buf.alloc(n, msg), Buf.alloc(16)
         seal = ctypes.CFUNCTYPE(res, *args)(b.address(spec, "seal"))
         assert seal(b.ctx(spec), nonce, len(nonce), aad, len(aad), buf.addr, n, tag.addr) == 0
         ours = buf.read() + tag.read()

@@ -10,8 +10,9 @@ import json
 import pandas as pd
 import pytest
 
-from vgkernels.backends import BACKENDS, Variant, get
+from vgkernels.backends import BACKENDS, get
 from vgkernels.predict import asm, loops, mca, model, recommend, targets
+from vgkernels.variant import Variant
 
 MCA_MISSING = mca.missing_reason()
 needs_mca = pytest.mark.skipif(MCA_MISSING is not None, reason=f"{MCA_MISSING}")

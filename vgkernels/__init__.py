@@ -13,7 +13,7 @@ def __getattr__(name: str):  # lazy: `import vgkernels` must not compile anythin
 
         return getattr(api, name)
     if name == "Variant":
-        from .backends import Variant
+        from .variant import Variant
 
         return Variant
     raise AttributeError(f"module 'vgkernels' has no attribute {name!r}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import abi, jit
-from .backends import Backend, Variant, get
+from .backends import Backend, get
 from .kernels.build import generate
+from .variant import Variant
 
 _RC_NAMES = {n[3:]: getattr(abi, n) for n in dir(abi) if n.startswith("RC_")}
 

@@ -1,14 +1,15 @@
 """The backend table: one row per instruction-set level.  Backends are data, not code.
 
 A row names the features it needs, how many 16-byte blocks one vector register holds, the
-group size (blocks per stitched iteration) and the defaults of its variants.  The kernel
+group size (blocks per stitched iteration) and the defaults of its variants
+(`vgkernels.variant`).  The kernel
 generators read these rows; nothing else in the package branches on a backend's name.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import cpu
 
@@ -34,42 +35,6 @@ class Backend:
 
     def missing(self, have: frozenset[str]) -> frozenset[str]:
         return self.features - have
-
-
-@dataclass(frozen=True)
-class Variant:
-    """Parameters of one build of a backend's kernels (what the notebooks sweep)."""
-
-    tail: str = "full"  # "full": the stitched loop takes every block; "split": ctr32 + ghash
-    group: int | None = None  # None: the backend's default
-    stitch_min: int | None = None  # blocks below which the stitched loop is not entered
-    karatsuba: bool | None = None  # 3 multiplies per block instead of 4; None: backend default
-    skew: int | None = None  # AES rounds of the next group begun in this iteration (enc)
-
-    def resolved(self, be: Backend) -> Variant:
-        g = self.group or be.group
-        if g not in be.groups:
-            raise ValueError(f"{be.name}: group {g} not in {be.groups}")
-        if self.tail not in ("full", "split"):
-            raise ValueError(f"tail must be 'full' or 'split', not {self.tail!r}")
-        if self.stitch_min is not None:
-            sm = self.stitch_min
-        elif self.group in (None, be.group) and be.stitch_min is not None:
-            sm = be.stitch_min
-        else:
-            sm = 2 * g
-        if not g <= sm <= 2 * g:
-            raise ValueError(f"stitch_min must lie in [group, 2*group] = [{g}, {2 * g}], got {sm}")
-        ka = be.karatsuba if self.karatsuba is None else bool(self.karatsuba)
-        sk = be.skew if self.skew is None else int(self.skew)
-        if not 0 <= sk <= 9:
-            raise ValueError(f"skew must lie in 0..9 rounds, got {sk}")
-        return replace(self, group=g, stitch_min=sm, karatsuba=ka, skew=sk)
-
-    def tag(self) -> str:
-        k = ",karatsuba" if self.karatsuba else ""
-        return (f"tail={self.tail},group={self.group},stitch_min={self.stitch_min},"
-                f"skew={self.skew}{k}")
 
 
 _BASE = ("-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,"

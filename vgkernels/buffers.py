@@ -9,14 +9,20 @@ calls (key setup, streaming AAD) and the diagnosis of refused arguments."""
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+PAGE = 4096
+
 
 @dataclass(frozen=True)
 class Buf:
+    """``n`` bytes at ``addr``: a view of a caller's object (`view`) or memory of our own
+    (`alloc`, the benchmark's and timing test's buffers)."""
+
     addr: int
     n: int
     keep: Any  # the object that owns the memory, kept alive for the call
@@ -24,6 +30,32 @@ class Buf:
     @property
     def end(self) -> int:
         return self.addr + self.n
+
+    @classmethod
+    def alloc(cls, n: int, data: bytes = b"", page_offset: int | None = None) -> Buf:
+        """A zeroed buffer of n bytes (at least one, so it has an address) starting at
+        ``page_offset`` within a page (default: 64-byte aligned, wherever malloc puts it):
+        where a buffer lies within its page decides 4K aliasing, which timings must fix."""
+        if page_offset is None:
+            raw = ctypes.create_string_buffer(max(n, 1) + 64)
+            addr = (ctypes.addressof(raw) + 63) & ~63
+        else:
+            raw = ctypes.create_string_buffer(max(n, 1) + PAGE + page_offset)
+            addr = ((ctypes.addressof(raw) + PAGE - 1) & ~(PAGE - 1)) + page_offset
+        buf = cls(addr, n, raw)
+        if data:
+            buf.write(data)
+        return buf
+
+    def write(self, data: bytes) -> None:
+        """Copy ``data`` to the start of the buffer."""
+        if len(data) > max(self.n, 1):
+            raise ValueError(f"{len(data)} bytes do not fit a {self.n}-byte buffer")
+        ctypes.memmove(self.addr, data, len(data))
+
+    def read(self, n: int | None = None) -> bytes:
+        """The first ``n`` bytes (default: all of them)."""
+        return ctypes.string_at(self.addr, self.n if n is None else n)
 
 
 def nbytes(obj: Any, name: str) -> int:

@@ -69,10 +69,10 @@ def _backend(name: str, usable: bool = False):
 def _variant(be, text: str | None):
     """A resolved Variant from ``--variant`` text (UsageError when it does not fit the
     backend)."""
-    from .bench.sweep import parse_variant
+    from .variant import Variant
 
     try:
-        return parse_variant(text).resolved(be)
+        return Variant.parse(text).resolved(be)
     except (ValueError, TypeError) as e:
         raise UsageError(f"--variant {text!r}: {e}") from None
 

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -58,16 +58,96 @@ class Thresholds:
 
 # -- the file format ------------------------------------------------------------------------------
 
-def document(backends: Mapping[str, Mapping[str, Any]], cpu: Mapping[str, Any],
+def _size(x: Any) -> int | None:
+    """A threshold as JSON: an int, or None for "no crossover" (None, NaN or pandas' NA)."""
+    if x is None:
+        return None
+    try:
+        if x != x:  # NaN  # noqa: PLR0124
+            return None
+    except TypeError:  # pandas.NA refuses to be compared
+        return None
+    return int(x)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One backend's row of a table.  ``aligned`` / ``unaligned``: copy below this many bytes;
+    None: the gather never caught up in the measured range (copy below the largest size
+    measured).  ``ci``: per alignment, the bootstrap interval {"low", "high", "level",
+    "n_boot"}; ``measured``: {"sizes": [lo, hi], "rule", "stat", "rtol"}."""
+
+    aligned: int | None
+    unaligned: int | None
+    ci: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    measured: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_crossover(cls, aligned: Any, unaligned: Any,
+                       measured: Mapping[str, Any] | None = None) -> Entry:
+        """From the two crossovers (`vgkernels.analysis.copy_below` results, or rows of
+        `copy_below_table`: anything with threshold, ci_low, ci_high, ci_level, n_boot)."""
+        def ci(r: Any) -> dict[str, Any]:
+            return {"low": _size(r.ci_low), "high": _size(r.ci_high),
+                    "level": float(r.ci_level), "n_boot": int(r.n_boot)}
+        return cls(_size(aligned.threshold), _size(unaligned.threshold),
+                   {"aligned": ci(aligned), "unaligned": ci(unaligned)}, measured)
+
+    def resolve(self) -> tuple[int, int]:
+        """(aligned, unaligned) as the API uses them: "no crossover" is one byte past the
+        largest size measured."""
+        top = max((self.measured or {}).get("sizes") or [65536])
+        return tuple(top + 1 if v is None else v  # type: ignore[return-value]
+                     for v in (self.aligned, self.unaligned))
+
+    def dump(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"aligned": self.aligned, "unaligned": self.unaligned}
+        if self.ci:
+            out["ci"] = {k: dict(v) for k, v in self.ci.items()}
+        if self.measured is not None:
+            out["measured"] = dict(self.measured)
+        return out
+
+    @classmethod
+    def load(cls, e: Mapping[str, Any]) -> Entry:
+        return cls(e["aligned"], e["unaligned"], e.get("ci") or {}, e.get("measured"))
+
+
+@dataclass(frozen=True)
+class Table:
+    """The thresholds measured on one CPU (`cpu`: its key, `machine.CPU_KEY_FIELDS`, plus
+    the model name), per backend.  `dump` gives the file's JSON object, `load` reads it."""
+
+    cpu: Mapping[str, Any]
+    host: str
+    date: str
+    backends: Mapping[str, Entry]
+    run_id: str | None = None
+    package_version: str = __version__
+
+    def dump(self) -> dict[str, Any]:
+        doc = {"schema": SCHEMA, "kind": KIND, "package_version": self.package_version,
+               "cpu": {k: self.cpu.get(k) for k in machine.CPU_KEY_FIELDS + ("model_name",)},
+               "host": self.host, "date": self.date, "run_id": self.run_id,
+               "backends": {be: e.dump() for be, e in self.backends.items()}}
+        validate(doc, "<new table>")
+        return doc
+
+    @classmethod
+    def load(cls, doc: Any, where: str) -> Table:
+        """The table in ``doc`` (a file's JSON object); TableError naming ``where`` if it is
+        not one this version reads."""
+        validate(doc, where)
+        return cls(dict(doc["cpu"]), doc.get("host"), doc.get("date"),
+                   {be: Entry.load(e) for be, e in doc["backends"].items()}, doc.get("run_id"),
+                   doc["package_version"])
+
+
+def document(backends: Mapping[str, Entry | Mapping[str, Any]], cpu: Mapping[str, Any],
              host: str, date: str, run_id: str | None = None) -> dict[str, Any]:
-    """A table: ``backends`` maps a backend to {"aligned": int|null, "unaligned": int|null,
-    "ci": {...}, "measured": {"sizes": [lo, hi], ...}}; null means the gather never caught up
-    in the measured range (copy below the largest size measured)."""
-    doc = {"schema": SCHEMA, "kind": KIND, "package_version": __version__,
-           "cpu": {k: cpu.get(k) for k in machine.CPU_KEY_FIELDS + ("model_name",)},
-           "host": host, "date": date, "run_id": run_id, "backends": dict(backends)}
-    validate(doc, "<new table>")
-    return doc
+    """A table's JSON object; ``backends`` maps a backend to its Entry (or the Entry's JSON)."""
+    return Table(cpu, host, date, {be: e if isinstance(e, Entry) else Entry.load(e)
+                                   for be, e in backends.items()}, run_id).dump()
 
 
 def validate(doc: Any, where: str) -> None:
@@ -101,12 +181,6 @@ def file_name(cpu: Mapping[str, Any]) -> str:
     """<vendor>-<family>-<model>-<llvm cpu>.json, the CPU key as a file name."""
     parts = ["x" if cpu.get(k) is None else str(cpu.get(k)) for k in machine.CPU_KEY_FIELDS]
     return "-".join(p.replace("/", "_").replace(" ", "_") for p in parts) + ".json"
-
-
-def _resolve(entry: Mapping[str, Any]) -> tuple[int, int]:
-    top = max((entry.get("measured") or {}).get("sizes") or [65536])
-    return tuple(top + 1 if entry.get(k) is None else int(entry[k])  # type: ignore[return-value]
-                 for k in ("aligned", "unaligned"))
 
 
 # -- where tables live ----------------------------------------------------------------------------
@@ -148,11 +222,9 @@ def _warn_once(msg: str) -> None:
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
-def _parse(name: str, text: str) -> dict[str, Any] | None:
+def _parse(name: str, text: str) -> Table | None:
     try:
-        doc = json.loads(text)
-        validate(doc, name)
-        return doc
+        return Table.load(json.loads(text), name)
     except (TableError, ValueError) as exc:
         msg = str(exc) if isinstance(exc, TableError) else f"{name}: not valid JSON ({exc})"
         _warn_once(f"copy_below table skipped: {msg}; the next table in the lookup order "
@@ -160,9 +232,9 @@ def _parse(name: str, text: str) -> dict[str, Any] | None:
         return None
 
 
-def load_tables(user: bool = True) -> list[tuple[str, str, dict[str, Any]]]:
+def load_tables(user: bool = True) -> list[tuple[str, str, Table]]:
     """(origin "user"/"shipped", file, table) of every readable table, user tables first."""
-    found: list[tuple[str, str, dict[str, Any]]] = []
+    found: list[tuple[str, str, Table]] = []
     if user:
         d = user_dir()
         if d.is_dir():
@@ -197,30 +269,32 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[int, ...] | No
     return (0 if same_family else 1, 0 if same_llvm else 1, dmodel, 0 if fb is not None else 1)
 
 
-def _describe(origin: str, name: str, doc: Mapping[str, Any]) -> str:
-    cpu = doc["cpu"]
-    return (f"{origin} table {name} ({machine.cpu_key_text(cpu)}, host {doc.get('host')}, "
-            f"{str(doc.get('date'))[:10]})")
+def _describe(origin: str, name: str, t: Table) -> str:
+    return (f"{origin} table {name} ({machine.cpu_key_text(t.cpu)}, host {t.host}, "
+            f"{str(t.date)[:10]})")
 
 
 def lookup(backend: Backend, cpu: Mapping[str, Any] | None = None,
-           tables: Iterable[tuple[str, str, dict[str, Any]]] | None = None) -> Thresholds:
-    """The thresholds ``backend`` uses on ``cpu`` (default: this machine's), and their source."""
+           tables: Iterable[tuple[str, str, Table | Mapping[str, Any]]] | None = None
+           ) -> Thresholds:
+    """The thresholds ``backend`` uses on ``cpu`` (default: this machine's), and their source.
+    ``tables``: (origin, name, table) as `load_tables` gives them (a table's JSON object is
+    read with `Table.load`)."""
     here = dict(cpu) if cpu is not None else machine.cpu_key()
-    tables = list(load_tables() if tables is None else tables)
+    found = [(o, name, t if isinstance(t, Table) else Table.load(t, name))
+             for o, name, t in (load_tables() if tables is None else tables)]
     for origin in ("user", "shipped"):
-        for o, name, doc in tables:
-            if o == origin and backend.name in doc["backends"] and distance(
-                    here, doc["cpu"]) == (0, 0, 0, 0):
-                a, u = _resolve(doc["backends"][backend.name])
-                return Thresholds(a, u, origin, _describe(origin, name, doc) + ", this CPU")
-    near = [(d, name, doc) for o, name, doc in tables if o == "shipped"
-            and backend.name in doc["backends"]
-            and (d := distance(here, doc["cpu"])) is not None]
+        for o, name, t in found:
+            if o == origin and backend.name in t.backends and distance(
+                    here, t.cpu) == (0, 0, 0, 0):
+                a, u = t.backends[backend.name].resolve()
+                return Thresholds(a, u, origin, _describe(origin, name, t) + ", this CPU")
+    near = [(d, name, t) for o, name, t in found if o == "shipped"
+            and backend.name in t.backends and (d := distance(here, t.cpu)) is not None]
     if near:
-        d, name, doc = min(near, key=lambda t: t[0])
-        a, u = _resolve(doc["backends"][backend.name])
-        return Thresholds(a, u, "nearest", _describe("shipped", name, doc)
+        d, name, t = min(near, key=lambda x: x[0])
+        a, u = t.backends[backend.name].resolve()
+        return Thresholds(a, u, "nearest", _describe("shipped", name, t)
                           + f", the nearest CPU that measured {backend.name}")
     a, u = backend.copy_below
     return Thresholds(a, u, "default", f"the backend table's default for {backend.name} (no "
@@ -242,8 +316,10 @@ def reload() -> None:
     _cached.cache_clear()
 
 
-def install(doc: Mapping[str, Any], directory: Path | None = None) -> Path:
-    """Write a table into the user's data directory (atomically); returns its path."""
+def install(table: Table | Mapping[str, Any], directory: Path | None = None) -> Path:
+    """Write a table (or its JSON object) into the user's data directory (atomically);
+    returns its path."""
+    doc = table.dump() if isinstance(table, Table) else table
     validate(doc, "<table to install>")
     d = Path(directory) if directory is not None else user_dir()
     d.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 
 from . import jit
-from .backends import Backend, Variant, get
+from .backends import Backend, get
 from .kernels.build import generate
+from .variant import Variant
 
 # LLVM CPU names offered by ``--cpu`` (any name LLVM knows works from Python; these are the
 # x86-64 levels and the cores the backends target).  "host" is this machine's CPU.

@@ -9,7 +9,6 @@ from .crossover import (
     copy_below_table,
     crossover,
     crossover_samples,
-    thresholds_json,
 )
 from .tables import ab_table, ratio_table, summary, to_text
 
@@ -28,6 +27,5 @@ __all__ = [
     "fit_grouped",
     "ratio_table",
     "summary",
-    "thresholds_json",
     "to_text",
 ]

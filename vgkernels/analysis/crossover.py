@@ -28,7 +28,6 @@ threshold is the maximum of the per-group thresholds (None if any is None).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,7 +49,6 @@ __all__ = [
     "copy_below_table",
     "crossover",
     "crossover_samples",
-    "thresholds_json",
 ]
 
 
@@ -413,49 +411,4 @@ def copy_below_table(df: pd.DataFrame, backend: str | None = None, **kwargs: Any
     out = pd.DataFrame(rows, columns=cols)
     for c in ("threshold", "ci_low", "ci_high"):
         out[c] = out[c].astype("Int64")
-    return out
-
-
-def _jint(x: Any) -> int | None:
-    return None if x is None or pd.isna(x) else int(x)
-
-
-def thresholds_json(
-    results: Mapping[tuple[str, bool], CrossoverResult] | pd.DataFrame,
-) -> dict[str, dict[str, Any]]:
-    """``{backend: {"aligned": int|None, "unaligned": int|None, "ci": {...}}}`` for JSON.
-
-    ``results`` is the output of :func:`copy_below` or :func:`copy_below_table`.  ``ci`` maps
-    "aligned"/"unaligned" to ``{"low", "high", "level", "n_boot"}``.  None (JSON null) means
-    no crossover (for ``high``: unbounded).  Only plain ``int``/``float``/``None`` inside.
-    """
-    if isinstance(results, pd.DataFrame):
-        items = [
-            (
-                (str(r.backend), bool(r.aligned)),
-                (r.threshold, r.ci_low, r.ci_high, r.ci_level, r.n_boot),
-            )
-            for r in results.itertuples(index=False)
-        ]
-    else:
-        items = [
-            (k, (r.threshold, r.ci_low, r.ci_high, r.ci_level, r.n_boot))
-            for k, r in results.items()
-        ]
-    out: dict[str, dict[str, Any]] = {}
-    for (be, al), (thr, lo, hi, level, n_boot) in sorted(items, key=lambda i: (i[0][0], -i[0][1])):
-        name = "aligned" if al else "unaligned"
-        entry = out.setdefault(be, {"ci": {}})
-        entry[name] = _jint(thr)
-        entry["ci"][name] = {
-            "low": _jint(lo),
-            "high": _jint(hi),
-            "level": float(level),
-            "n_boot": int(n_boot),
-        }
-    for be, entry in out.items():  # key order: aligned, unaligned, ci
-        out[be] = {k: entry[k] for k in ("aligned", "unaligned") if k in entry} | {
-            "ci": entry["ci"]
-        }
-    json.dumps(out)  # fail here, not at write time, if anything is not serialisable
     return out

@@ -23,7 +23,7 @@ from .driver import Case, Driver, Measurement, Timing
 from .driver import driver as get_driver  # (not "driver": that names the module)
 from .runner import Chunk, Session, Settings, Worker
 from .store import load
-from .sweep import SWEEPS, SweepResult, parse_variant, plan, run
+from .sweep import SWEEPS, SweepResult, plan, run
 
 __all__ = [
     "OPS",
@@ -43,7 +43,6 @@ __all__ = [
     "Worker",
     "get_driver",
     "load",
-    "parse_variant",
     "plan",
     "run",
 ]

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import jit
+from .. import abi, jit
 from . import elfsyms
 from .peers import MOVBE_BIT, PeerUnavailable
 
@@ -176,7 +176,7 @@ def _harness_ir(prefix: str) -> str:
     b = ir.IRBuilder(entry)
     b.cbranch(b.icmp_unsigned(">", npieces, ir.Constant(i64, 2)), bad, good)
     b.position_at_end(bad)
-    b.ret(ir.Constant(i32, -7))
+    b.ret(ir.Constant(i32, abi.RC_SHAPE))
     b.position_at_end(good)
     two = b.icmp_unsigned("==", npieces, ir.Constant(i64, 2))
     p0 = b.load(pieces, typ=p)

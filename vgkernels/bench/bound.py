@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..backends import Backend, Variant, get
+from ..backends import Backend, get
+from ..variant import Variant
 
 MIN_CHAINS = 8  # vaesenc latency 4 x 2 issued per cycle
 ROUNDS = {16: 10, 24: 12, 32: 14}  # AES rounds per key size (aesenc + the aesenclast)

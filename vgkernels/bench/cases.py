@@ -41,13 +41,15 @@ aligned).  ``bytes`` is the whole text (n + 1 for ``n+1``), ``blocks`` = ceil(by
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import struct
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .. import abi
-from ..backends import Variant, get
+from .. import abi, spec
+from ..backends import get
+from ..buffers import Buf
+from ..variant import NO_COLUMNS, Variant
 from .driver import Case, Driver
 
 KERNEL_OPS = ("seal", "gather", "copy_ip", "two_slice", "open_out", "ctr32", "ghash",
@@ -65,16 +67,6 @@ SHAPES = ("one", "n+1", "16+rest", "1+rest")
 _ABI_OP = {"seal": "seal", "gather": "seal_gather", "two_slice": "seal_two_slice",
            "open_out": "open_out", "ctr32": "ctr32", "ghash": "ghash",
            "encrypt_blocks": "encrypt_blocks"}
-
-
-# The Variant fields a case carries (and the rows show), e.g. tail, group, stitch_min, skew.
-VARIANT_PARAMS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Variant)
-                                        if f.name != "extra")
-
-
-def variant_params(v: Variant) -> tuple[tuple[str, Any], ...]:
-    """The explicitly set parameters of a variant (unset ones take the backend's default)."""
-    return tuple((f, getattr(v, f)) for f in VARIANT_PARAMS if getattr(v, f) is not None)
 
 
 class Skip(Exception):
@@ -123,7 +115,7 @@ class CaseSpec:
     n: int
     backend: str
     shape: str = "one"
-    vparams: tuple[tuple[str, Any], ...] = ()  # Variant fields set (others: backend default)
+    vparams: tuple[tuple[str, Any], ...] = ()  # Variant.given(): the fields set (others: default)
     key_len: int = 16
     aad_len: int = 13
     nonce_len: int = 12
@@ -167,9 +159,9 @@ class CaseSpec:
         lab: dict[str, Any] = {"impl": self.impl, "backend": self.backend}
         if self.impl == "vgkernels":
             v = self.variant()
-            lab.update(variant=v.tag(), **{f: getattr(v, f) for f in VARIANT_PARAMS})
+            lab.update(variant=v.tag(), **v.columns())
         else:
-            lab.update(variant=self.impl, **dict.fromkeys(VARIANT_PARAMS))
+            lab.update(variant=self.impl, **NO_COLUMNS)
         lab.update(op=self.op, shape=self.shape, pieces="+".join(map(str, ps)),
                    aligned=all(p % 16 == 0 for p in ps[:-1]), n=self.n, bytes=total,
                    blocks=-(-total // 16), key_bytes=self.key_len, aad_bytes=self.aad_len,
@@ -181,7 +173,6 @@ class CaseSpec:
 # concrete cases
 
 
-PAGE = 4096
 # Where buffers start within a page, by role.  4K aliasing (a load whose address matches a
 # pending store's in bits 0-11 waits for it) moved cases by up to 80% on Zen 5 depending on
 # where the stack and the buffers fell, so nothing is left to malloc or ASLR:
@@ -193,30 +184,6 @@ PAGE = 4096
 # The same offsets in every run and process make results reproducible.
 IN_OFFSET, OUT_OFFSET = 0, 2048 + 64
 AUX_OFFSETS = tuple(3200 + 128 * j for j in range(7))
-
-class Buf:
-    """A zeroed buffer of n bytes (at least one, so it has an address) starting at
-    ``page_offset`` within a page (default: 64-byte aligned, wherever malloc puts it)."""
-
-    def __init__(self, n: int, data: bytes = b"", page_offset: int | None = None):
-        self.n = n
-        if page_offset is None:
-            self._raw = ctypes.create_string_buffer(max(n, 1) + 64)
-            self.addr = (ctypes.addressof(self._raw) + 63) & ~63
-        else:
-            self._raw = ctypes.create_string_buffer(max(n, 1) + PAGE + page_offset)
-            self.addr = ((ctypes.addressof(self._raw) + PAGE - 1) & ~(PAGE - 1)) + page_offset
-        if data:
-            self.write(data)
-
-    def write(self, data: bytes) -> None:
-        """Copy ``data`` to the start of the buffer."""
-        ctypes.memmove(self.addr, data, len(data))
-
-    def read(self, n: int | None = None) -> bytes:
-        """The first ``n`` bytes (default: all of them)."""
-        return ctypes.string_at(self.addr, self.n if n is None else n)
-
 
 class Placer:
     """Buffers of one case at fixed page offsets by role ("in", "out", or small "aux")."""
@@ -232,25 +199,12 @@ class Placer:
         else:
             off = AUX_OFFSETS[self._aux % len(AUX_OFFSETS)]
             self._aux += 1
-        return Buf(n, data, off)
+        return Buf.alloc(n, data, off)
 
 
 def message(n: int, seed: int = 0) -> bytes:
     """``n`` bytes of a deterministic test message (the same in every process)."""
     return bytes((i * 167 + seed * 13 + 5) & 255 for i in range(n))
-
-
-def _expected(key: bytes, nonce: bytes, aad: bytes, msg: bytes) -> bytes:
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    return AESGCM(key).encrypt(nonce, msg, aad)
-
-
-def _first_diff(a: bytes, b: bytes) -> str:
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return f"first difference at byte {i} of {len(b)} (got {x:#04x}, want {y:#04x})"
-    return f"lengths differ ({len(a)} vs {len(b)})"
 
 
 class Builder:
@@ -292,7 +246,7 @@ class Builder:
         tag = (spec.backend, spec.variant(), key)
         buf = self._ctx.get(tag)
         if buf is None:
-            buf = Buf(abi.CTX_SIZE, page_offset=0)  # placed alike in every process
+            buf = Buf.alloc(abi.CTX_SIZE, page_offset=0)  # placed alike in every process
             res, args, _ = abi.SIGNATURES["key_init"]
             init = ctypes.CFUNCTYPE(res, *args)(self.address(spec, "key_init"))
             if init(buf.addr, key, len(key)) != 0:
@@ -323,185 +277,219 @@ class Builder:
             raise Skip(f"EVP_AEAD peer {name!r} is not configured in this process")
         return aead.peer(name, self.aead_paths[name])
 
+    def target(self, spec: CaseSpec, kernel_op: str, peer_attr: str) -> tuple[int, int]:
+        """(function, first argument) of the implementation a case times: the kernel's
+        ``kernel_op`` and its key context, or the peer's ``peer_attr`` and its context."""
+        if spec.impl == "vgkernels":
+            return self.address(spec, kernel_op), self.ctx(spec)
+        key, _, _ = self.material(spec)
+        p = self.aead(spec.peer) if spec.op in AEAD_OPS else self.peer(spec.op)
+        return getattr(p, peer_attr), p.context(key)
+
     # -- cases -------------------------------------------------------------------------------
     def build(self, spec: CaseSpec) -> Case:
         """A verified case (raises Skip or KernelError)."""
-        key, nonce, aad = self.material(spec)
-        ps = pieces(spec.shape, spec.n)
-        total = sum(ps)
-        msg = message(total)
-        lab = spec.label()
-        buf_ = Placer()
-        nb, ab = buf_(len(nonce), nonce), buf_(len(aad), aad)
-        head = [nb.addr, len(nonce), ab.addr, len(aad)]
-        keep: list[object] = [nb, ab]
-        want = None
-        op = spec.op
-
-        if op == "cryptography_py":
-            from .peers import cryptography_encrypt
-
-            f = cryptography_encrypt(key, nonce, aad, msg)
-            if self.verify and f() != _expected(key, nonce, aad, msg):
-                raise KernelError("cryptography AESGCM disagrees with itself?")
-            return Case(lab, py_call=f)
-
-        if op in ("seal", "openssl", "openssl4_seal", "aead_seal"):
-            buf, tag = buf_(total, msg, "in"), buf_(16)
-            keep += [buf, tag]
-            if op == "seal":
-                fn, first = self.address(spec, "seal"), self.ctx(spec)
-            elif op == "aead_seal":
-                ap = self.aead(spec.peer)
-                fn, first = ap.seal_address, ap.context(key)
-            else:
-                ossl = self.peer(op)
-                fn, first = ossl.seal_address, ossl.context(key)
-            case = Case(lab, "seal", [fn, first, *head, buf.addr, total, tag.addr], keep=keep)
-
-            def out() -> bytes:
-                return buf.read() + tag.read()
-            want = _expected(key, nonce, aad, msg)
-        elif op in ("gather", "copy_ip", "openssl_copy", "openssl4_copy", "two_slice",
-                    "aead_scatter", "aead_copy"):
-            bufs = []
-            off = 0
-            for p in ps:  # the largest piece is the stream's input
-                bufs.append(buf_(p, msg[off:off + p], "in" if p == max(ps) else "aux"))
-                off += p
-            # aead_scatter: extra_in's ciphertext and the tag follow the output (see aead.py)
-            outb, tag = buf_(total + (16 if op == "aead_scatter" else 0), role="out"), buf_(16)
-            # struct vg_piece {ptr, len}[], placed like the other small buffers
-            arr = buf_(16 * len(ps), b"".join(struct.pack("<QQ", b.addr, p)
-                                               for b, p in zip(bufs, ps, strict=True)))
-            keep += [*bufs, outb, tag, arr]
-            if op == "two_slice":
-                p1, n1 = (bufs[1].addr, ps[1]) if len(ps) > 1 else (0, 0)
-                if len(ps) > 2:
-                    raise Skip("two_slice takes at most two pieces")
-                fn = self.address(spec, "seal_two_slice")
-                slots = [fn, self.ctx(spec), *head, bufs[0].addr, ps[0], p1, n1, outb.addr,
-                         tag.addr]
-                case = Case(lab, "seal_two_slice", slots, keep=keep)
-            elif op in ("gather", "aead_scatter"):
-                if op == "gather":
-                    fn, first = self.address(spec, "seal_gather"), self.ctx(spec)
-                else:
-                    ap = self.aead(spec.peer)
-                    fn, first = ap.scatter_address, ap.context(key)
-                slots = [fn, first, *head, arr.addr, len(ps), outb.addr, tag.addr]
-                case = Case(lab, "seal_gather", slots, keep=keep)
-            else:
-                if op == "copy_ip":
-                    seal, first = self.address(spec, "seal"), self.ctx(spec)
-                elif op == "aead_copy":
-                    ap = self.aead(spec.peer)
-                    seal, first = ap.seal_address, ap.context(key)
-                else:
-                    ossl = self.peer(op)
-                    seal, first = ossl.seal_address, ossl.context(key)
-                slots = [self.driver.address("vgb_copy_ip"), seal, first, *head,
-                         arr.addr, len(ps), outb.addr, tag.addr]
-                case = Case(lab, "copy_ip", slots, keep=keep)
-
-            def out() -> bytes:
-                if op == "aead_scatter":
-                    return outb.read()
-                return outb.read() + tag.read()
-            want = _expected(key, nonce, aad, msg)
-        elif op in ("open_out", "aead_open"):
-            ct = _expected(key, nonce, aad, msg)
-            inb, outb = buf_(total, ct[:total], "in"), buf_(total, role="out")
-            tag = buf_(16, ct[total:])
-            keep += [inb, outb, tag]
-            if op == "open_out":
-                fn, first = self.address(spec, "open_out"), self.ctx(spec)
-            else:
-                ap = self.aead(spec.peer)
-                fn, first = ap.open_address, ap.context(key)
-            slots = [fn, first, *head, inb.addr, outb.addr, total, tag.addr, 16]
-            case = Case(lab, "open_out", slots, keep=keep)
-
-            def out() -> bytes:
-                return outb.read()
-            want = msg
-        elif op in ("ctr32", "ghash", "encrypt_blocks"):
-            nblk = total // 16
-            counter = buf_(16, nonce[:12].ljust(12, b"\0") + b"\0\0\0\x02")
-            y = buf_(16)
-            inb = buf_(total, b"" if op == "ctr32" else msg, "in")
-            outb = buf_(total, role="out")
-            keep += [counter, y, inb, outb]
-            ctx = self.ctx(spec)
-            fn = self.address(spec, op)
-            if op == "ctr32":
-                slots = [fn, ctx, counter.addr, inb.addr, outb.addr, nblk]
-            elif op == "ghash":
-                slots = [fn, ctx, y.addr, inb.addr, nblk]
-            else:
-                slots = [fn, ctx, y.addr, counter.addr, inb.addr, outb.addr, total]
-            case = Case(lab, op, slots, keep=keep)
-            c0 = counter.read()
-            if op == "ghash":
-                def out() -> bytes:
-                    return y.read()
-                want = _ghash(_aes_ecb(key, bytes(16)), msg)
-            else:
-                def out() -> bytes:
-                    return outb.read()
-                ks = _keystream(key, c0, nblk)
-                want = ks if op == "ctr32" else bytes(a ^ b for a, b in zip(ks, msg, strict=True))
-        else:  # pragma: no cover - CaseSpec validates op
-            raise ValueError(op)
-        blk = buf_(8 * len(case.slots))
+        made = OP_BUILDERS[spec.op](self, _Setup.of(spec))
+        case = made.case
+        if case.py_call is not None:  # timed in Python: no argument block, no return code
+            if self.verify and made.out() != made.want:
+                raise KernelError(f"{_where(case.label)}: disagrees with vgkernels.spec")
+            return case
+        blk = made.setup.place(8 * len(case.slots))
         case.place_block(blk.addr, blk.n)
         case.keep.append(blk)
-
         rc = self.driver.call(case)
-        if rc != 0:
-            if op == "two_slice" and rc == -7:
-                raise Skip(f"seal_two_slice declined the shape {lab['pieces']} (-7)")
-            raise KernelError(f"{_where(lab)}: returned {rc} (expected 0)")
-        if self.verify and want is not None:
-            got = out()
-            if got != want:
-                raise KernelError(f"{_where(lab)}: wrong output, {_first_diff(got, want)}")
+        if rc != abi.RC_OK:
+            if spec.op == "two_slice" and rc == abi.RC_SHAPE:
+                raise Skip(f"seal_two_slice declined the shape {case.label['pieces']} ({rc})")
+            raise KernelError(f"{_where(case.label)}: returned {rc} (expected 0)")
+        if self.verify:
+            got = made.out()
+            if got != made.want:
+                raise KernelError(f"{_where(case.label)}: wrong output, "
+                                  f"{_first_diff(got, made.want)}")
         return case
+
+
+# -- one builder per operation -----------------------------------------------------------------
+# Each takes the Builder and the case's common setup (material, message, nonce and AAD placed)
+# and returns the case, how to read its output and what the output must be (from vgkernels.spec).
+# The order in which a builder places its buffers decides their page offsets: keep it.
+
+
+@dataclass
+class _Setup:
+    spec: CaseSpec
+    key: bytes
+    nonce: bytes
+    aad: bytes
+    ps: list[int]  # piece lengths
+    msg: bytes  # the whole text
+    place: Placer
+    head: list[int]  # nonce, nonce length, AAD, AAD length: the arguments every seal shares
+    keep: list[object] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, spec: CaseSpec) -> _Setup:
+        key, nonce, aad = Builder.material(spec)
+        ps = pieces(spec.shape, spec.n)
+        place = Placer()
+        nb, ab = place(len(nonce), nonce), place(len(aad), aad)
+        return cls(spec, key, nonce, aad, ps, message(sum(ps)), place,
+                   [nb.addr, len(nonce), ab.addr, len(aad)], [nb, ab])
+
+    @property
+    def total(self) -> int:
+        return len(self.msg)
+
+    def buf(self, n: int, data: bytes = b"", role: str = "aux") -> Buf:
+        """A placed buffer the case keeps alive."""
+        b = self.place(n, data, role)
+        self.keep.append(b)
+        return b
+
+    def sealed(self) -> bytes:
+        """Ciphertext and tag of the message: what every seal must produce."""
+        ct, tag = spec.seal(self.key, self.nonce, self.msg, self.aad)
+        return ct + tag
+
+
+@dataclass
+class _Made:
+    case: Case
+    out: Callable[[], bytes]  # the case's output after one call
+    want: bytes
+    setup: _Setup
+
+
+def _seal(b: Builder, s: _Setup) -> _Made:
+    """seal / openssl / openssl4_seal / aead_seal: one piece, sealed in place."""
+    buf, tag = s.buf(s.total, s.msg, "in"), s.buf(16)
+    fn, first = b.target(s.spec, "seal", "seal_address")
+    case = Case(s.spec.label(), "seal", [fn, first, *s.head, buf.addr, s.total, tag.addr],
+                keep=s.keep)
+    return _Made(case, lambda: buf.read() + tag.read(), s.sealed(), s)
+
+
+def _piece_bufs(s: _Setup, out_extra: int = 0) -> tuple[list[Buf], Buf, Buf, Buf]:
+    """The pieces (the largest is the stream's input), the output (``out_extra`` bytes
+    longer), the tag and the struct vg_piece {ptr, len}[] array."""
+    bufs, off = [], 0
+    for p in s.ps:
+        bufs.append(s.buf(p, s.msg[off:off + p], "in" if p == max(s.ps) else "aux"))
+        off += p
+    outb, tag = s.buf(s.total + out_extra, role="out"), s.buf(16)
+    arr = s.buf(16 * len(s.ps), b"".join(struct.pack("<QQ", b.addr, p)
+                                        for b, p in zip(bufs, s.ps, strict=True)))
+    return bufs, outb, tag, arr
+
+
+def _gather(b: Builder, s: _Setup) -> _Made:
+    """gather / aead_scatter: the implementation's own gather from the pieces."""
+    scatter = s.spec.op == "aead_scatter"
+    # aead_scatter: extra_in's ciphertext and the tag follow the output (see aead.py)
+    _, outb, tag, arr = _piece_bufs(s, 16 if scatter else 0)
+    fn, first = b.target(s.spec, "seal_gather", "scatter_address")
+    slots = [fn, first, *s.head, arr.addr, len(s.ps), outb.addr, tag.addr]
+    case = Case(s.spec.label(), "seal_gather", slots, keep=s.keep)
+    return _Made(case, outb.read if scatter else lambda: outb.read() + tag.read(), s.sealed(), s)
+
+
+def _copy(b: Builder, s: _Setup) -> _Made:
+    """copy_ip / openssl_copy / openssl4_copy / aead_copy: the driver's vgb_copy_ip copies
+    the pieces into the output, then calls the implementation's seal in place there."""
+    _, outb, tag, arr = _piece_bufs(s)
+    seal, first = b.target(s.spec, "seal", "seal_address")
+    slots = [b.driver.address("vgb_copy_ip"), seal, first, *s.head, arr.addr, len(s.ps),
+             outb.addr, tag.addr]
+    case = Case(s.spec.label(), "copy_ip", slots, keep=s.keep)
+    return _Made(case, lambda: outb.read() + tag.read(), s.sealed(), s)
+
+
+def _two_slice(b: Builder, s: _Setup) -> _Made:
+    """two_slice: the first piece, then at most one more (kernels exporting it only)."""
+    bufs, outb, tag, _ = _piece_bufs(s)
+    p1, n1 = (bufs[1].addr, s.ps[1]) if len(s.ps) > 1 else (0, 0)
+    if len(s.ps) > 2:
+        raise Skip("two_slice takes at most two pieces")
+    slots = [b.address(s.spec, "seal_two_slice"), b.ctx(s.spec), *s.head, bufs[0].addr,
+             s.ps[0], p1, n1, outb.addr, tag.addr]
+    case = Case(s.spec.label(), "seal_two_slice", slots, keep=s.keep)
+    return _Made(case, lambda: outb.read() + tag.read(), s.sealed(), s)
+
+
+def _open(b: Builder, s: _Setup) -> _Made:
+    """open_out / aead_open: a valid ciphertext opened out of place."""
+    ct = s.sealed()
+    inb, outb = s.buf(s.total, ct[:s.total], "in"), s.buf(s.total, role="out")
+    tag = s.buf(16, ct[s.total:])
+    fn, first = b.target(s.spec, "open_out", "open_address")
+    slots = [fn, first, *s.head, inb.addr, outb.addr, s.total, tag.addr, 16]
+    return _Made(Case(s.spec.label(), "open_out", slots, keep=s.keep), outb.read, s.msg, s)
+
+
+def _blocks(b: Builder, s: _Setup, plain: bool) -> tuple[Buf, Buf, Buf, Buf, int]:
+    """(counter, hash state y, input, output, context) of the whole-block kernels; the
+    counter block starts at 2, as after a 96-bit nonce's J0."""
+    counter = s.buf(16, s.nonce[:12].ljust(12, b"\0") + b"\0\0\0\x02")
+    y = s.buf(16)
+    inb = s.buf(s.total, s.msg if plain else b"", "in")
+    outb = s.buf(s.total, role="out")
+    return counter, y, inb, outb, b.ctx(s.spec)
+
+
+def _ctr32(b: Builder, s: _Setup) -> _Made:
+    """ctr32: the keystream over zeros (AES alone: the roofline)."""
+    counter, _, inb, outb, ctx = _blocks(b, s, plain=False)
+    slots = [b.address(s.spec, "ctr32"), ctx, counter.addr, inb.addr, outb.addr, s.total // 16]
+    want = spec.ctr32(s.key, counter.read(), bytes(s.total))
+    return _Made(Case(s.spec.label(), "ctr32", slots, keep=s.keep), outb.read, want, s)
+
+
+def _ghash(b: Builder, s: _Setup) -> _Made:
+    """ghash: the hash of the blocks, from a zero state."""
+    _, y, inb, _, ctx = _blocks(b, s, plain=True)
+    slots = [b.address(s.spec, "ghash"), ctx, y.addr, inb.addr, s.total // 16]
+    want = spec.ghash(spec.hash_subkey(s.key), s.msg)
+    return _Made(Case(s.spec.label(), "ghash", slots, keep=s.keep), y.read, want, s)
+
+
+def _encrypt_blocks(b: Builder, s: _Setup) -> _Made:
+    """encrypt_blocks: the stitched CTR + GHASH, no setup or tag."""
+    counter, y, inb, outb, ctx = _blocks(b, s, plain=True)
+    slots = [b.address(s.spec, "encrypt_blocks"), ctx, y.addr, counter.addr, inb.addr,
+             outb.addr, s.total]
+    want = spec.ctr32(s.key, counter.read(), s.msg)
+    return _Made(Case(s.spec.label(), "encrypt_blocks", slots, keep=s.keep), outb.read, want, s)
+
+
+def _cryptography_py(b: Builder, s: _Setup) -> _Made:
+    """cryptography_py: AESGCM.encrypt called from Python."""
+    from .peers import cryptography_encrypt
+
+    f = cryptography_encrypt(s.key, s.nonce, s.aad, s.msg)
+    return _Made(Case(s.spec.label(), py_call=f), f, s.sealed(), s)
+
+
+OP_BUILDERS: dict[str, Callable[[Builder, _Setup], _Made]] = {
+    "seal": _seal, "openssl": _seal, "openssl4_seal": _seal, "aead_seal": _seal,
+    "gather": _gather, "aead_scatter": _gather,
+    "copy_ip": _copy, "openssl_copy": _copy, "openssl4_copy": _copy, "aead_copy": _copy,
+    "two_slice": _two_slice,
+    "open_out": _open, "aead_open": _open,
+    "ctr32": _ctr32, "ghash": _ghash, "encrypt_blocks": _encrypt_blocks,
+    "cryptography_py": _cryptography_py,
+}
+assert set(OP_BUILDERS) == set(OPS), "every op needs a builder"
+
+
+def _first_diff(a: bytes, b: bytes) -> str:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return f"first difference at byte {i} of {len(b)} (got {x:#04x}, want {y:#04x})"
+    return f"lengths differ ({len(a)} vs {len(b)})"
 
 
 def _where(lab: dict[str, Any]) -> str:
     return (f"{lab['impl']} {lab['backend']} [{lab['variant']}] op={lab['op']} "
             f"shape={lab['shape']} pieces={lab['pieces']}")
-
-
-def _aes_ecb(key: bytes, data: bytes) -> bytes:
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    return enc.update(data) + enc.finalize()
-
-
-def _keystream(key: bytes, counter: bytes, nblocks: int) -> bytes:
-    """E_K of counter, counter+1, ... with a 32-bit big-endian increment of the last word."""
-    pre, c = counter[:12], int.from_bytes(counter[12:], "big")
-    blocks = b"".join(pre + ((c + i) & 0xFFFFFFFF).to_bytes(4, "big") for i in range(nblocks))
-    return _aes_ecb(key, blocks)
-
-
-def _gf_mult(x: int, y: int) -> int:
-    """GF(2^128) product in GCM's bit order (SP 800-38D Algorithm 1)."""
-    r = 0xE1 << 120
-    z, v = 0, y
-    for i in range(127, -1, -1):
-        if x >> i & 1:
-            z ^= v
-        v = (v >> 1) ^ r if v & 1 else v >> 1
-    return z
-
-
-def _ghash(h: bytes, data: bytes) -> bytes:
-    hi, y = int.from_bytes(h, "big"), 0
-    for i in range(0, len(data), 16):
-        y = _gf_mult(y ^ int.from_bytes(data[i:i + 16], "big"), hi)
-    return y.to_bytes(16, "big")
-

@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .sweep import SWEEPS, parse_variant, run
+from ..variant import Variant
+from .sweep import SWEEPS, run
 
 
 def _variant_arg(text: str) -> str:
     """argparse type of --variant / --ab: the text, once it parses (else a usage error)."""
     try:
-        parse_variant(text)
+        Variant.parse(text)
     except (ValueError, TypeError) as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text

@@ -40,14 +40,11 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import abi, jit
+from ..ir.core import i32, i64, ptr, void
 
 CLOCK_ADDS = 2000  # dependent adds in vgb_clock
 STACK_OFFSET = 2560  # page offset of the stack pointer at each timed call (see _place_stack)
 
-i32 = ir.IntType(32)
-i64 = ir.IntType(64)
-ptr = ir.PointerType()
-void = ir.VoidType()
 
 # ctypes -> IR type letters: "p" pointer, "z" size_t; return "i" int, None void.
 _LETTER = {ctypes.c_void_p: "p", ctypes.c_size_t: "z", ctypes.c_int: "i"}

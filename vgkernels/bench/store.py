@@ -12,8 +12,9 @@ empty-call cost, measured in the same chunk; not subtracted), ``core_ghz`` (the 
 during the chunk, from a chain of dependent adds).
 
 Samples frame (one row per sample; what vgkernels.analysis consumes): run_id, run, impl,
-backend, variant, op, shape, pieces, aligned, n, bytes, blocks, pass, batch, sample, ticks, ns
-(ticks and ns per operation).
+backend, variant (its text), tail, group, stitch_min, karatsuba, skew (its fields: see
+vgkernels.variant), op, shape, pieces, aligned, n, bytes, blocks, pass, batch, sample, ticks,
+ns (ticks and ns per operation).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from typing import Any
 
 import pandas as pd
 
-from .cases import VARIANT_PARAMS
+from ..variant import FIELDS as VARIANT_FIELDS
+from ..variant import columns_of_tag
 from .driver import NOISY_SPREAD, summarise
 
-LABEL_COLS = ["impl", "backend", "variant", *VARIANT_PARAMS, "op", "shape", "pieces", "aligned",
+LABEL_COLS = ["impl", "backend", "variant", *VARIANT_FIELDS, "op", "shape", "pieces", "aligned",
               "n", "bytes", "blocks", "key_bytes", "aad_bytes", "nonce_bytes"]
 RUN_COLS = ["run_id", "sweep", "run", "timestamp"]
 HOST_COLS = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number",
@@ -42,8 +44,9 @@ PROC_COLS = ["tsc_hz", "pinned_cpu", "stack_offset", "ia32cap", "ia32cap_effecti
              "openssl_path", "bundled_openssl_version", "bundled_ia32cap_effective",
              "bundled_openssl_path", "aead_peers"]
 SUMMARY_COLS = RUN_COLS + LABEL_COLS + STAT_COLS + HOST_COLS + PROC_COLS
-SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", "op", "shape", "pieces", "aligned",
-               "n", "bytes", "blocks", "pass", "batch", "sample", "ticks", "ns"]
+SAMPLE_COLS = ["run_id", "run", "impl", "backend", "variant", *VARIANT_FIELDS, "op", "shape",
+               "pieces", "aligned", "n", "bytes", "blocks", "pass", "batch", "sample", "ticks",
+               "ns"]
 _INT_COLS = ["run", "n", "bytes", "blocks", "key_bytes", "aad_bytes", "nonce_bytes", "k", "passes",
              "batch", "pinned_cpu", "stack_offset", "pass", "sample"]
 
@@ -124,18 +127,24 @@ def frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     for c in _INT_COLS:
         if c in df.columns:
             df[c] = df[c].astype("Int64")
-    for c in ["aligned", *VARIANT_PARAMS]:  # variant parameters: nullable bool / int
-        if c not in df.columns:
-            continue
-        vals = df[c].dropna()
-        if len(vals) and all(isinstance(v, bool) for v in vals):
-            df[c] = df[c].astype("boolean")
-        elif len(vals) and all(isinstance(v, int) for v in vals):
-            df[c] = df[c].astype("Int64")
+    for c in ["aligned", *VARIANT_FIELDS]:  # variant parameters: nullable bool / int
+        if c in df.columns:
+            df[c] = _nullable(df[c])
     return df
 
 
-DATA_SCHEMA = 3  # 3: median bands, noisy, gbps, cycles_per_byte, EVP_AEAD peer rows;
+def _nullable(col: pd.Series) -> pd.Series:
+    """An object column of bools (ints) with gaps as nullable boolean (Int64)."""
+    vals = col.dropna()
+    if len(vals) and all(isinstance(v, bool) for v in vals):
+        return col.astype("boolean")
+    if len(vals) and all(isinstance(v, int) for v in vals):
+        return col.astype("Int64")
+    return col
+
+
+DATA_SCHEMA = 4  # 4: sample rows carry the variant's fields as columns (tail, group, ...);
+# 3: median bands, noisy, gbps, cycles_per_byte, EVP_AEAD peer rows;
 # 2: rows carry the machine's identity (vgkernels.machine); 1: before
 
 
@@ -167,6 +176,19 @@ def load(path: str | Path) -> pd.DataFrame:
     return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
 
 
+def upgrade(df: pd.DataFrame, schema: int) -> pd.DataFrame:
+    """Rows written under an older data schema in today's form: before 4, sample rows carried
+    the variant only as text; its fields are decoded once here (`vgkernels.variant`)."""
+    if schema >= 4 or "variant" not in df.columns or set(VARIANT_FIELDS) <= set(df.columns):
+        return df
+    impl = df["impl"] if "impl" in df.columns else pd.Series("vgkernels", index=df.index)
+    rows = [columns_of_tag(t if i == "vgkernels" else None)
+            for t, i in zip(df["variant"], impl, strict=True)]
+    return df.assign(**{c: _nullable(pd.Series([r[c] for r in rows], index=df.index,
+                                               dtype=object))
+                        for c in VARIANT_FIELDS if c not in df.columns})
+
+
 def load_folder(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summaries, samples) of every run saved under ``path`` (a data folder, or a report
     folder with its data/ inside), checked against the schema this version reads."""
@@ -194,8 +216,9 @@ def load_folder(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                 f = f.with_suffix(".csv")
             if f.exists():
                 try:
-                    into.append(load(f).assign(schema=schema))
+                    df = load(f)
                 except Exception as exc:  # noqa: BLE001 - any reader error names the file
                     raise DataSchemaError(f"{f}: unreadable ({exc})") from None
+                into.append(upgrade(df, schema).assign(schema=schema))
     cat = [pd.concat(x, ignore_index=True) if x else pd.DataFrame() for x in (summaries, samples)]
     return cat[0], cat[1]

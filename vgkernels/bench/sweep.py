@@ -23,10 +23,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..backends import BY_NAME, Backend, Variant, availability, get, usable
+from ..backends import BY_NAME, Backend, availability, get, usable
+from ..variant import Variant
 from . import meta as meta_mod
 from . import store
-from .cases import VARIANT_PARAMS, CaseSpec, variant_params
+from .aead import parse_peers
+from .cases import CaseSpec
+from .peers import ia32cap_mask
 from .runner import Chunk, Session, Settings, Worker, WorkerDied
 
 Ops = list[tuple[str, str]]  # (op, shape)
@@ -93,19 +96,26 @@ def _up16(n: int) -> int:
 
 def _copy_below_refine(df: pd.DataFrame, points: int = 6) -> dict[str, list[int]]:
     """Per backend, extra aligned sizes between coarse neighbours where the sign of
-    min(gather) - min(copy_ip) changes (for either alignment)."""
+    min(gather) - min(copy_ip) changes (for either alignment): where `analysis.crossover`'s
+    per-size decision (best of every run, no tolerance) flips."""
+    # here, not at the top: scipy (through analysis) would cost every worker process a second
+    from ..analysis import crossover
+
     out: dict[str, list[int]] = {}
     sub = df[df["op"].isin(["gather", "copy_ip"])]
     if sub.empty:
         return out
-    best = sub.groupby(["backend", "aligned", "n", "op"], observed=True)["min_ns"].min()
-    wide = best.unstack("op").dropna()
-    for (be, _aligned), g in wide.groupby(level=[0, 1]):
-        g = g.droplevel([0, 1]).sort_index()
-        sign = (g["gather"] <= g["copy_ip"]).to_numpy()
-        ns = g.index.to_numpy()
+    best = (sub.groupby(["backend", "aligned", "n", "op"], observed=True)["min_ns"].min()
+            .reset_index())
+    for (be, _aligned), g in best.groupby(["backend", "aligned"], observed=True):
+        try:
+            res = crossover(g[["op", "n", "min_ns"]], size_col="n", value_col="min_ns",
+                            stat="min", rtol=0.0, n_boot=0, by=[])
+        except ValueError:  # one op without sizes the other has: nothing to compare
+            continue
+        ns, win = res.curve["size"].to_numpy(), res.curve["win"].to_numpy()
         for i in range(len(ns) - 1):
-            if sign[i] != sign[i + 1]:
+            if win[i] != win[i + 1]:
                 lo, hi = _up16(int(ns[i])), _up16(int(ns[i + 1]))  # the aligned twins
                 step = max(16, (hi - lo) // (points + 1) // 16 * 16)
                 out.setdefault(str(be), []).extend(list(range(lo + step, hi, step))[:points])
@@ -130,33 +140,6 @@ SWEEPS: dict[str, SweepDef] = {s.name: s for s in (
     SweepDef("peers", "vgkernels against OpenSSL (masked per backend) and cryptography",
              (16, 64, 256, 272, 288, 1024, 4096, 16384), (256, 16384), _peers_ops, peers=True),
 )}
-
-
-def parse_variant(text: str | Variant | None) -> Variant:
-    """A Variant from ``"tail=split,group=8,stitch_min=16,skew=6,karatsuba=1"``; ``split`` /
-    ``full`` alone name the tail, ``karatsuba`` alone switches it on."""
-    if isinstance(text, Variant):
-        return text
-    if not text:
-        return Variant()
-    types = {f.name: str(f.type) for f in dataclasses.fields(Variant)}
-    kw: dict[str, Any] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if part in ("split", "full"):
-            kw["tail"] = part
-            continue
-        key, eq, val = part.partition("=")
-        if key not in VARIANT_PARAMS:
-            raise ValueError(f"unknown variant parameter {key!r} in {text!r}; known: "
-                             f"{', '.join(VARIANT_PARAMS)}")
-        if "bool" in types[key]:
-            kw[key] = (val.lower() in ("1", "true", "yes", "on")) if eq else True
-        elif "int" in types[key]:
-            kw[key] = int(val)
-        else:
-            kw[key] = val
-    return Variant(**kw)
 
 
 def plan(sweep: str, backend: str, sizes: Sequence[int], peers: bool, key_len: int = 16,
@@ -193,7 +176,7 @@ def default_aead_peers(extra: dict[str, str] | None = None) -> dict[str, str | N
     peers given by path (``--peer NAME=PATH``, or ``$VG_AEAD_PEERS``)."""
     import importlib.util
 
-    from .aead import AWSLC, ENV_PEERS, parse_peers
+    from .aead import AWSLC, ENV_PEERS
 
     out: dict[str, str | None] = {}
     if importlib.util.find_spec("_awscrt") is not None:
@@ -206,7 +189,7 @@ def default_aead_peers(extra: dict[str, str] | None = None) -> dict[str, str | N
 def _with_variant(spec: CaseSpec, v: Variant) -> CaseSpec:
     if spec.impl != "vgkernels":
         return spec
-    return dataclasses.replace(spec, vparams=variant_params(v))
+    return dataclasses.replace(spec, vparams=v.given())
 
 
 @dataclass
@@ -296,150 +279,193 @@ def run(
         k, target_us = min(k, 11), min(target_us, 10.0)
     sizes = list(sizes) if sizes else list(d.quick_sizes if quick else d.sizes)
     peers = d.peers if peers is None else peers
-    from .aead import parse_peers
-
     given = (parse_peers(list(aead_peers)) if aead_peers is not None
              and not isinstance(aead_peers, dict) else dict(aead_peers or {}))
     aead = default_aead_peers(given) if peers else {}
-    variants = ([parse_variant(ab[0]), parse_variant(ab[1])] * (runs or 2) if ab
-                else [parse_variant(variant)] * (runs or 1))
-    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
-    skipped: list[str] = []
-    errors: list[str] = []
-    bar = _Bar(progress, sweep)
+    variants = ([Variant.parse(ab[0]), Variant.parse(ab[1])] * (runs or 2) if ab
+                else [Variant.parse(variant)] * (runs or 1))
+    passes = max(1, min(passes, k))
+    settings = Settings(target_us * 1000.0, cpu, pin, verify, libcrypto, stack_offset, peers,
+                        {}, aead, gap_ms, warmup=spread)
+    params = {"backends": [], "sizes": sizes, "k": k, "passes": passes, "target_us": target_us,
+              "variants": [dict(v.given()) for v in variants], "peers": peers,
+              "key_len": key_len, "aad_len": aad_len, "nonce_len": nonce_len,
+              "isolate": isolate, "fresh": fresh, "aead_peers": aead, "gap_ms": gap_ms,
+              "spread": spread, "stack_offset": stack_offset}
+    sw = _Sweep(d, variants, settings, params, spread=spread, isolate=isolate, fresh=fresh,
+                on_chunk=on_chunk, bar=_Bar(progress, sweep), keep_samples=samples)
+    sw.choose(backends)
+    sw.measure(sizes, refine)
+    res = sw.result()
+    if save:
+        directory = Path(out) if out else Path(data) / sw.host["host"]
+        res.paths = store.save(res.df, res.samples if samples else None, res.meta, directory,
+                               f"{sweep}-{res.run_id}")
+    return res
 
-    def note(msg: str, bucket: list[str]) -> None:
+
+class _Sweep:
+    """One run of a sweep: its backends, sessions (worker processes or this one), the rows
+    collected so far and the notes (skips, errors) to report."""
+
+    def __init__(self, d: SweepDef, variants: list[Variant], settings: Settings,
+                 params: dict[str, Any], *, spread: bool, isolate: bool, fresh: bool,
+                 on_chunk: Callable[[int, list[dict[str, Any]]], None] | None, bar: _Bar,
+                 keep_samples: bool):
+        self.d, self.variants, self.settings, self.params = d, variants, settings, params
+        self.spread, self.isolate, self.fresh, self.on_chunk, self.bar = (
+            spread, isolate, fresh, on_chunk, bar)
+        self.peers = settings.openssl  # peers are timed (their OpenSSL is loaded up front)
+        k, passes = params["k"], params["passes"]
+        # k samples over the passes: the first k % passes passes take one more
+        self.k_per = [k // passes + (1 if i < k % passes else 0) for i in range(passes)]
+        self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+        self.host = meta_mod.host_meta(settings.libcrypto)
+        common = {"run_id": self.run_id, "sweep": d.name, **self.host}
+        self.meta: dict[str, Any] = {
+            **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": params,
+            "processes": {}}
+        self.acc = store.Accumulator(common, keep_samples)
+        self.chosen: list[Backend] = []
+        self.skipped: list[str] = []
+        self.errors: list[str] = []
+        self.sessions: dict[str, Session | Worker] = {}
+        self.procs: dict[str, dict[str, Any]] = {}
+        self.dead: set[str] = set()
+        self.interrupted = False
+        self.done = 0
+
+    def note(self, msg: str, bucket: list[str]) -> None:
         if msg not in bucket:
             bucket.append(msg)
-            bar.write(f"vgkernels bench: {msg}")
+            self.bar.write(f"vgkernels bench: {msg}")
 
-    # backends
-    avail = availability()
-    names = list(backends) if backends else [b.name for b in usable()
-                                             if d.only is None or d.only(b)]
-    chosen: list[Backend] = []
-    for name in names:
-        if name not in BY_NAME:
-            raise ValueError(f"unknown backend {name!r}; known: {', '.join(BY_NAME)}")
-        if avail[name] is not None:
-            note(f"backend {name} skipped: {avail[name]}", skipped)
-        else:
-            chosen.append(get(name))
+    def choose(self, backends: Sequence[str] | None) -> None:
+        """The named backends (default: every usable one the sweep takes); unusable ones are
+        noted as skipped."""
+        avail = availability()
+        names = list(backends) if backends else [b.name for b in usable()
+                                                 if self.d.only is None or self.d.only(b)]
+        for name in names:
+            if name not in BY_NAME:
+                raise ValueError(f"unknown backend {name!r}; known: {', '.join(BY_NAME)}")
+            if avail[name] is not None:
+                self.note(f"backend {name} skipped: {avail[name]}", self.skipped)
+            else:
+                self.chosen.append(get(name))
+        self.meta["params"]["backends"] = [b.name for b in self.chosen]
 
-    host = meta_mod.host_meta(libcrypto)
-    common = {"run_id": run_id, "sweep": sweep, **host}
-    passes = max(1, min(passes, k))
-    k_per = [k // passes + (1 if i < k % passes else 0) for i in range(passes)]
-    meta: dict[str, Any] = {
-        **common, "cpu_flags_full": meta_mod.cpu_flags_full(), "params": {
-            "backends": [b.name for b in chosen], "sizes": sizes, "k": k, "passes": passes,
-            "target_us": target_us, "variants": [dict(variant_params(v)) for v in variants],
-            "peers": peers, "key_len": key_len, "aad_len": aad_len, "nonce_len": nonce_len,
-            "isolate": isolate,
-            "fresh": fresh, "aead_peers": aead, "gap_ms": gap_ms, "spread": spread,
-            "stack_offset": stack_offset}, "processes": {}}
-    acc = store.Accumulator(common, samples)
-    sessions: dict[str, Session | Worker] = {}
-    procs: dict[str, dict[str, Any]] = {}
-    dead: set[str] = set()
-    interrupted = False
-    done = 0
+    # -- events from a session, by type ------------------------------------------------------
+    def _on_meta(self, be: Backend, ev: dict[str, Any]) -> None:
+        self.procs[be.name] = ev["process"]
+        self.meta["processes"].setdefault(be.name, ev["process"])
+        self.meta.setdefault("worker_pids", {}).setdefault(be.name, []).append(
+            ev["process"].get("pid"))
 
-    def handle(be: Backend, events: list[dict[str, Any]]) -> None:
-        nonlocal done
+    def _on_skip(self, be: Backend, ev: dict[str, Any]) -> None:
+        self.note(ev["message"], self.skipped)
+
+    def _on_error(self, be: Backend, ev: dict[str, Any]) -> None:
+        self.note(ev["message"], self.errors)
+
+    def _on_chunk(self, be: Backend, ev: dict[str, Any]) -> None:
+        rows = self.acc.add(ev, self.procs[be.name])
+        self.done += 1
+        self.bar.step()
+        if self.on_chunk is not None:
+            self.on_chunk(self.done, rows)
+
+    _EVENTS: dict[str, Callable[[_Sweep, Backend, dict[str, Any]], None]] = {
+        "meta": _on_meta, "skip": _on_skip, "error": _on_error, "chunk": _on_chunk}
+
+    def handle(self, be: Backend, events: list[dict[str, Any]]) -> None:
         for ev in events:
-            if ev["type"] == "meta":
-                procs[be.name] = ev["process"]
-                meta["processes"].setdefault(be.name, ev["process"])
-                meta.setdefault("worker_pids", {}).setdefault(be.name, []).append(
-                    ev["process"].get("pid"))
-            elif ev["type"] == "skip":
-                note(ev["message"], skipped)
-            elif ev["type"] == "error":
-                note(ev["message"], errors)
-            elif ev["type"] == "chunk":
-                rows = acc.add(ev, procs[be.name])
-                done += 1
-                bar.step()
-                if on_chunk is not None:
-                    on_chunk(done, rows)
+            self._EVENTS[ev["type"]](self, be, ev)
 
-    def session(be: Backend) -> Session | Worker:
+    # -- sessions ----------------------------------------------------------------------------
+    def session(self, be: Backend) -> Session | Worker:
         """The backend's worker (masked OpenSSL) or the shared in-process session."""
-        s = sessions.get(be.name)
+        s = self.sessions.get(be.name)
         if s is None:
-            env = {}
-            if isolate and peers:
-                from .peers import ia32cap_mask
-
-                env["OPENSSL_ia32cap"] = ia32cap_mask(be)
-            settings = Settings(target_us * 1000.0, cpu, pin, verify, libcrypto, stack_offset,
-                                peers, env, aead, gap_ms, warmup=spread)
-            shared = None if isolate else next(iter(sessions.values()), None)
-            s = shared or (Worker(settings) if isolate else Session(settings))
-            handle(be, s.start())
-            sessions[be.name] = s
+            env = {"OPENSSL_ia32cap": ia32cap_mask(be)} if self.isolate and self.peers \
+                else {}
+            settings = dataclasses.replace(self.settings, env=env)
+            shared = None if self.isolate else next(iter(self.sessions.values()), None)
+            s = shared or (Worker(settings) if self.isolate else Session(settings))
+            self.handle(be, s.start())
+            self.sessions[be.name] = s
         return s
 
-    def execute(size_plan: dict[str, list[int]], phase: int) -> None:
-        # pass-major order: every case's samples are spread over the whole sweep
-        plans = {be.name: plan(sweep, be.name, size_plan[be.name], peers, key_len, aad_len,
-                               list(aead), nonce_len)
-                 for be in chosen if size_plan.get(be.name)}
-        # spread: one round per visit, every chunk visited once per round (round-major)
-        visits = [(p, j, 1) for p in range(passes) for j in range(k_per[p])] if spread \
-            else [(p, 0, k_per[p]) for p in range(passes)]
-        order = [(p, kk, r, be, i) for p, _j, kk in visits for r in range(len(variants))
-                 for be in chosen if be.name in plans for i in range(len(plans[be.name]))]
-        bar.add(len(order))
+    def close_sessions(self, kill: bool = False) -> None:
+        for s in {id(s): s for s in self.sessions.values()}.values():
+            s.close(kill=kill)
+        self.sessions.clear()
+
+    # -- measuring ---------------------------------------------------------------------------
+    def measure(self, sizes: list[int], refine: bool) -> None:
+        """Every chunk at ``sizes``, then (``refine``) the sweep's second pass; an interrupt
+        keeps what was measured."""
+        try:
+            self.execute({be.name: sizes for be in self.chosen}, 0)
+            if refine and self.d.refine is not None and not self.dead:
+                extra = self.d.refine(store.frame(self.acc.summary(), store.SUMMARY_COLS))
+                if extra:
+                    self.meta["params"]["refined_sizes"] = extra
+                    self.execute(extra, 1)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.note(f"interrupted: keeping the {self.done} chunks measured so far",
+                      self.skipped)
+        finally:
+            self.bar.close()
+            self.close_sessions(kill=self.interrupted)
+
+    def visits(self, plans: dict[str, list[list[CaseSpec]]]) -> list[tuple[int, int, int,
+                                                                           Backend, int]]:
+        """(pass, rounds, run, backend, chunk) in the order they are measured: pass-major, so
+        every case's samples are spread over the whole sweep; with ``spread``, one round per
+        visit and every chunk visited once per round (round-major)."""
+        passes = range(len(self.k_per))
+        rounds = [(p, j, 1) for p in passes for j in range(self.k_per[p])] if self.spread \
+            else [(p, 0, self.k_per[p]) for p in passes]
+        return [(p, kk, r, be, i) for p, _j, kk in rounds for r in range(len(self.variants))
+                for be in self.chosen if be.name in plans for i in range(len(plans[be.name]))]
+
+    def execute(self, size_plan: dict[str, list[int]], phase: int) -> None:
+        p = self.params
+        plans = {be.name: plan(self.d.name, be.name, size_plan[be.name], self.peers,
+                               p["key_len"], p["aad_len"], list(self.settings.aead),
+                               p["nonce_len"])
+                 for be in self.chosen if size_plan.get(be.name)}
+        order = self.visits(plans)
+        self.bar.add(len(order))
         last_pass = 0
         for p, kk, r, be, i in order:
-            if p != last_pass and isolate and fresh:
-                close_sessions()  # a new process per pass: its layout is one more draw
+            if p != last_pass and self.isolate and self.fresh:
+                self.close_sessions()  # a new process per pass: its layout is one more draw
             last_pass = p
-            if be.name in dead:
-                bar.step()
+            if be.name in self.dead:
+                self.bar.step()
                 continue
-            specs = [_with_variant(x, variants[r]) for x in plans[be.name][i]]
+            specs = [_with_variant(x, self.variants[r]) for x in plans[be.name][i]]
             try:
-                s = session(be)
-                handle(be, s.chunk(Chunk(r, specs, phase * 100_000 + i, kk, p)))
+                s = self.session(be)
+                self.handle(be, s.chunk(Chunk(r, specs, phase * 100_000 + i, kk, p)))
             except WorkerDied as e:
-                dead.add(be.name)
-                note(f"backend {be.name}: {e} while measuring {specs[0].n}-byte cases; its "
-                     "later chunks are missing", errors)
+                self.dead.add(be.name)
+                self.note(f"backend {be.name}: {e} while measuring {specs[0].n}-byte cases; "
+                          "its later chunks are missing", self.errors)
 
-    def close_sessions(kill: bool = False) -> None:
-        for s in {id(s): s for s in sessions.values()}.values():
-            s.close(kill=kill)
-        sessions.clear()
-
-    try:
-        execute({be.name: sizes for be in chosen}, 0)
-        if refine and d.refine is not None and not dead:
-            extra = d.refine(store.frame(acc.summary(), store.SUMMARY_COLS))
-            if extra:
-                meta["params"]["refined_sizes"] = extra
-                execute(extra, 1)
-    except KeyboardInterrupt:
-        interrupted = True
-        note(f"interrupted: keeping the {done} chunks measured so far", skipped)
-    finally:
-        bar.close()
-        close_sessions(kill=interrupted)
-
-    df = store.frame(acc.summary(), store.SUMMARY_COLS)
-    sp = store.frame(acc.samples, store.SAMPLE_COLS)
-    meta.update(skipped=skipped, errors=errors, interrupted=interrupted)
-    if isolate and peers:
-        from .peers import ia32cap_mask
-
-        meta["masks"] = {be.name: ia32cap_mask(be) for be in chosen}
-    res = SweepResult(sweep, run_id, df, sp, meta, skipped, errors, interrupted)
-    if save:
-        directory = Path(out) if out else Path(data) / host["host"]
-        res.paths = store.save(df, sp if samples else None, meta, directory, f"{sweep}-{run_id}")
-    return res
+    def result(self) -> SweepResult:
+        """The rows so far as frames, with the notes in the metadata."""
+        df = store.frame(self.acc.summary(), store.SUMMARY_COLS)
+        sp = store.frame(self.acc.samples, store.SAMPLE_COLS)
+        self.meta.update(skipped=self.skipped, errors=self.errors,
+                         interrupted=self.interrupted)
+        if self.isolate and self.peers:
+            self.meta["masks"] = {be.name: ia32cap_mask(be) for be in self.chosen}
+        return SweepResult(self.d.name, self.run_id, df, sp, self.meta, self.skipped,
+                           self.errors, self.interrupted)
 
 
 class _Bar:

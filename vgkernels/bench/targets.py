@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..backends import availability, get
+from ..buffers import PAGE, Buf
 from . import bound
-from .cases import PAGE, Buf, Builder, CaseSpec, message
+from .cases import Builder, CaseSpec, message
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing
 from .driver import driver as get_driver
 
@@ -106,7 +107,7 @@ class _Bench:
 
 
 def _scratch() -> Buf:
-    return Buf(bound.SCRATCH, message(bound.SCRATCH, seed=7), page_offset=0)
+    return Buf.alloc(bound.SCRATCH, message(bound.SCRATCH, seed=7), page_offset=0)
 
 
 def _bound_library(width: int, loops: list[bound.MixLoop], floors: list[bound.FloorChain]):
@@ -132,17 +133,17 @@ def _add_bounds(bench: _Bench, backend: str) -> None:
     floor = bound.FloorChain(be.width, karatsuba=bool(get(backend).karatsuba))
     lib = _bound_library(be.width, [full, ctr], [floor])
     bench.keep.append(lib)
-    scratch, tag = _scratch(), Buf(64, page_offset=3200)
+    scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
     bench.keep += [scratch, tag]
     for part, spec in (("bound_mix", full), ("bound_ctr", ctr)):
         n = 65536 // spec.bytes_per_iter * spec.bytes_per_iter
         c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
-                    Buf(128, page_offset=3328))
+                    Buf.alloc(128, page_offset=3328))
         bench.add(c, part=part, backend=backend, n=n, aes_per_iter=spec.aes_per_iter,
                   clmul_per_iter=spec.clmul_per_iter, bytes_per_iter=spec.bytes_per_iter,
                   chains=spec.chains, width=spec.width)
     c = _native(bench.driver, lib.address(floor.name()), scratch.addr, FLOOR_LINKS, tag.addr,
-                Buf(128, page_offset=3456))
+                Buf.alloc(128, page_offset=3456))
     bench.add(c, part="floor", backend=backend, n=FLOOR_LINKS, width=floor.width)
 
 
@@ -166,7 +167,7 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
             slots = list(c.slots) + [0] * (PRESTORE_SLOTS[1] + 1 - len(c.slots))
             slots[PRESTORE_SLOTS[0]] = nonce + at
             slots[PRESTORE_SLOTS[1]] = int.from_bytes(ctypes.string_at(nonce + at, 8), "little")
-            blk = Buf(8 * len(slots), page_offset=3456)
+            blk = Buf.alloc(8 * len(slots), page_offset=3456)
             c = Case(dict(c.label), kind, slots, keep=[*c.keep, blk])
             c.place_block(blk.addr, blk.n)
             if bench.driver.call(c) != 0:
@@ -179,15 +180,16 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
     key, nonce, aad = Builder.material(spec0)
     ctx = bench.builder.ctx(spec0)
     seal_out = bench.builder.address(spec0, "seal_out")
-    nb, ab, tag = Buf(12, nonce, 3200), Buf(13, aad, 3328), Buf(16, page_offset=3456)
+    nb, ab = Buf.alloc(12, nonce, 3200), Buf.alloc(13, aad, 3328)
+    tag = Buf.alloc(16, page_offset=3456)
     bench.keep += [nb, ab, tag]
     for n in prof.place_sizes:
         msg = message(n)
-        src = Buf(n, msg, page_offset=0)
+        src = Buf.alloc(n, msg, page_offset=0)
         bench.keep.append(src)
         for off in range(0, PAGE, prof.io_step):
-            dst = Buf(n, page_offset=off)
-            blk = Buf(128, page_offset=3712)
+            dst = Buf.alloc(n, page_offset=off)
+            blk = Buf.alloc(128, page_offset=3712)
             c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n},
                      "seal_out", [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr, dst.addr,
                                   n, tag.addr], keep=[dst, blk])
@@ -207,12 +209,12 @@ def _add_aes_rate(bench: _Bench, prof: Profile, widths: Sequence[int]) -> None:
         loops = [bound.MixLoop(w, ch, bound.ROUNDS[16]) for ch in prof.aes_chains
                  if w == 4 or ch <= 12]  # 16 chains + the key: 17 of AVX2's 16 registers
         lib = _bound_library(w, loops, [])
-        scratch, tag = _scratch(), Buf(64, page_offset=3200)
+        scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
         bench.keep += [lib, scratch, tag]
         for spec in loops:
             n = 16384 // spec.bytes_per_iter * spec.bytes_per_iter
             c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
-                        Buf(128, page_offset=3328))
+                        Buf.alloc(128, page_offset=3328))
             bench.add(c, part="aes_rate", backend=f"w{w}", n=n, width=w, chains=spec.chains,
                       aes_per_iter=spec.aes_per_iter, bytes_per_iter=spec.bytes_per_iter)
 

@@ -9,8 +9,9 @@ import time
 from dataclasses import dataclass
 
 from .. import jit
-from ..backends import Backend, Variant, get
+from ..backends import Backend, get
 from ..kernels.build import generate
+from ..variant import Variant
 from . import machine, taint
 
 # The CPU the object code is checked for when none is named: the backend's own model, else one

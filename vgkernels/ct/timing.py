@@ -31,8 +31,8 @@ import numpy as np
 
 from .. import abi
 from ..backends import usable
-from ..bench.cases import Buf
 from ..bench.driver import Case, Driver
+from ..buffers import Buf
 from . import controls
 
 THRESHOLD = 4.5  # dudect's: |t| above it with enough samples is a leak
@@ -184,9 +184,9 @@ def _rows(cls: np.ndarray, fixed: bytes, rng: np.random.Generator) -> np.ndarray
 
 
 def _prepare(t: Target, op: str, cls: np.ndarray, rng: np.random.Generator) -> _Prepared:
-    nb, ab = Buf(len(NONCE), NONCE), Buf(len(AAD), AAD)
-    ctx = Buf(abi.CTX_SIZE, page_offset=0)
-    key = Buf(len(KEY), KEY)
+    nb, ab = Buf.alloc(len(NONCE), NONCE), Buf.alloc(len(AAD), AAD)
+    ctx = Buf.alloc(abi.CTX_SIZE, page_offset=0)
+    key = Buf.alloc(len(KEY), KEY)
     init = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)(
         t.key_init)
     if init(ctx.addr, key.addr, len(KEY)) != 0:
@@ -198,7 +198,7 @@ def _prepare(t: Target, op: str, cls: np.ndarray, rng: np.random.Generator) -> _
         slots = [t.key_init, ctx.addr, key.addr, len(KEY)]
         writes = [(key.addr, _rows(cls, KEY, rng))]
     elif op == "seal":
-        buf, tag = Buf(n, page_offset=0), Buf(16)
+        buf, tag = Buf.alloc(n, page_offset=0), Buf.alloc(16)
         keep += [buf, tag]
         slots = [t.seal, *head, buf.addr, n, tag.addr]
         writes = [(buf.addr, _rows(cls, bytes(n), rng))]
@@ -206,7 +206,7 @@ def _prepare(t: Target, op: str, cls: np.ndarray, rng: np.random.Generator) -> _
         ct, good = t.valid(ctx.addr, n)
         bad = np.array([list(bytes([good[0] ^ 1]) + good[1:]),
                         list(good[:15] + bytes([good[15] ^ 1]))], np.uint8)
-        buf, tag = Buf(n, page_offset=0), Buf(16)
+        buf, tag = Buf.alloc(n, page_offset=0), Buf.alloc(16)
         keep += [buf, tag]
         slots = [t.open, *head, buf.addr, n, tag.addr, 16]
         # a failed open in place wipes its output: the ciphertext goes back every time

@@ -10,19 +10,16 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import abi, jit
-from ..backends import Backend, Variant, get
+from .. import variant as variant_names
+from ..backends import Backend, get
+from ..variant import Variant
 from . import bulk, entries, keysetup, stream
 from .common import Params
 
 
 def symbol_prefix(backend: Backend, variant: Variant) -> str:
-    """vg_<backend> for the default variant, vg_<backend>_<tail>_g<group>_s<min> otherwise."""
-    base = f"vg_{backend.name}"
-    default = Variant().resolved(backend)
-    if variant == default:
-        return base
-    k = "_k" if variant.karatsuba else ""
-    return f"{base}_{variant.tail}_g{variant.group}_s{variant.stitch_min}_w{variant.skew}{k}"
+    """The kernels' symbol prefix (`vgkernels.variant.symbol_prefix` owns the form)."""
+    return variant_names.symbol_prefix(backend, variant)
 
 
 def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None

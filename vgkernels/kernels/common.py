@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import abi
-from ..backends import Backend, Variant
+from ..backends import Backend
 from ..ir import prims as prims_mod
 from ..ir.core import Emitter, i32, i64, ptr
 from ..ir.ghash import Ghash
+from ..variant import Variant
 
 NR = (10, 12, 14)
 MAX_PLAINTEXT = 2**36 - 32  # SP 800-38D: len(P) <= 2^39 - 256 bits

@@ -40,13 +40,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _variants(specs: list[str] | None):
-    from ..bench.sweep import parse_variant
+    from ..variant import Variant
 
     if not specs:
         return "default"
     if specs == ["sweep"]:
         return "sweep"
-    return [(s, parse_variant(s)) for s in specs]
+    return [(s, Variant.parse(s)) for s in specs]
 
 
 def main(argv: list[str] | None = None) -> int:

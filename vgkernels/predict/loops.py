@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..backends import Backend, Variant
+from ..backends import Backend
+from ..variant import Variant
 from . import asm as asm_mod
 
 AES_LAST = ("aesenclast", "vaesenclast")

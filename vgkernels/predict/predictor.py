@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import jit
-from ..backends import Backend, Variant, get
+from ..backends import Backend, get
+from ..variant import Variant
 from . import loops, mca, model
 
 SIZE = 16384  # the size the headline prediction is for

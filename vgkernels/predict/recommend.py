@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..backends import BY_NAME, Variant, get
+from ..backends import BY_NAME, get
+from ..variant import Variant
 
 SCHEMA = 1
 KIND = "vgkernels.predict_recommend"  # like vgkernels.dispatch's "vgkernels.copy_below"

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..backends import Variant, get
+from ..backends import get
+from ..variant import Variant
 from . import model, predictor
 
 SIZES = (8192, 16384)

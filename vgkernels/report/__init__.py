@@ -14,7 +14,6 @@ from .session import (
     get_profile,
     read_notes,
     start,
-    variant_columns,
 )
 
 __all__ = [
@@ -27,5 +26,4 @@ __all__ = [
     "get_profile",
     "read_notes",
     "start",
-    "variant_columns",
 ]

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..backends import Variant
 from ..ct import check, controls, timing
+from ..variant import Variant
 from .session import Profile, fmt_list, plural
 
 KINDS = ("branch", "switch", "address", "division", "call", "store", "select")

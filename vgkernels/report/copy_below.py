@@ -68,19 +68,19 @@ def document(results: Mapping[tuple[str, bool], Any], samples: pd.DataFrame,
     """This machine's copy_below table (`vgkernels.dispatch` owns the format): per backend
     ``{"aligned": int|null, "unaligned": int|null, "ci": {...}, "measured": {...}}``; null means
     the gather never caught up in the measured range."""
-    from ..analysis import thresholds_json
-
-    bes = thresholds_json(dict(results))
     meta = dict(meta or {})
     date = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for be, entry in bes.items():
+    entries: dict[str, dispatch.Entry] = {}
+    for be in sorted({b for b, _ in results}):
+        if (be, True) not in results or (be, False) not in results:
+            raise dispatch.TableError(f"{be}: a table row needs both alignments measured")
         s = samples[samples["backend"] == be]
-        any_r = next(r for (b, _), r in results.items() if b == be)
-        entry["measured"] = {
-            "sizes": [int(s["bytes"].min()), int(s["bytes"].max())] if len(s) else None,
-            "rule": any_r.rule, "stat": any_r.stat, "rtol": any_r.rtol}
-    return dispatch.document(bes, machine.cpu_key(), host=machine.host_name(), date=date,
-                             run_id=meta.get("run_id"))
+        r = results[(be, True)]
+        measured = {"sizes": [int(s["bytes"].min()), int(s["bytes"].max())] if len(s) else None,
+                    "rule": r.rule, "stat": r.stat, "rtol": r.rtol}
+        entries[be] = dispatch.Entry.from_crossover(r, results[(be, False)], measured)
+    return dispatch.Table(machine.cpu_key(), machine.host_name(), date, entries,
+                          meta.get("run_id")).dump()
 
 
 def write(doc: Mapping[str, Any], path: Path) -> Path:

@@ -45,7 +45,8 @@ def backend_table() -> pd.DataFrame:
 def variants(backend: str, profile: str | Profile) -> list[Any]:
     """The variants the inventory builds: tail=full (the default) and tail=split; the full
     profile also every group size the generator accepts."""
-    from ..backends import Variant, get
+    from ..backends import get
+    from ..variant import Variant
 
     be = get(backend)
     prof = get_profile(profile)

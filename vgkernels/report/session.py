@@ -233,27 +233,6 @@ def report_progress(notebook: str, sweep: str, done: int, total: int) -> None:
         pass
 
 
-def variant_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``tail`` / ``group`` / ``stitch_min`` / ``skew`` columns parsed from the
-    ``variant`` tag where they are missing (the per-sample frames carry only the tag)."""
-    if "variant" not in df.columns:
-        return df
-    out = df
-    tags = df["variant"].astype(str)
-    for col, pat, conv in (("tail", r"tail=(\w+)", str), ("group", r"group=(\d+)", int),
-                           ("stitch_min", r"stitch_min=(\d+)", int),
-                           ("skew", r"skew=(\d+)", int)):
-        if col in df.columns:
-            continue
-        vals = tags.str.extract(pat, expand=False)
-        if conv is int:
-            vals = pd.to_numeric(vals, errors="coerce").astype("Int64")
-        else:
-            vals = vals.astype(object).where(vals.notna(), None)
-        out = out.assign(**{col: vals})
-    return out
-
-
 @dataclass
 class Notebook:
     """One notebook's run: its profile, backends and output paths, and what it wrote."""

@@ -17,7 +17,8 @@ RTOL = 0.10  # excess: measured above the model by more than this
 
 def geometry(backend: str) -> tuple[int, int]:
     """(group, stitch_min) of a backend's default variant."""
-    from ..backends import Variant, get
+    from ..backends import get
+    from ..variant import Variant
 
     v = Variant().resolved(get(backend))
     return int(v.group), int(v.stitch_min)
