@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from vgkernels import abi, spec
 from vgkernels.backends import BACKENDS, Variant
-from vgkernels.kernels.build import kernels
+from vgkernels.build import kernels
 
 BACKEND_NAMES: list[str] = [b.name for b in BACKENDS]
 BY_NAME = {b.name: b for b in BACKENDS}

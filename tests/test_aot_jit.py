@@ -14,7 +14,8 @@ import pytest
 
 from vgkernels import aot, spec
 from vgkernels.backends import Variant, availability, get
-from vgkernels.kernels.build import generate, kernels
+from vgkernels.build import kernels
+from vgkernels.kernels import generate
 
 
 def test_ir_and_asm_are_inspectable():
@@ -38,7 +39,7 @@ def test_portable_uses_no_x86_intrinsics():
 def test_second_process_compiles_nothing(tmp_path):
     env = dict(os.environ, VG_CACHE_DIR=str(tmp_path))
     code = textwrap.dedent("""
-        from vgkernels.kernels.build import kernels
+        from vgkernels.build import kernels
         from vgkernels.backends import Variant
         k = kernels("aesni_pclmul_avx", Variant(group=4))
         print(k.library.from_cache, k.library.compile_seconds)

@@ -11,7 +11,7 @@ import pytest
 
 from vgkernels import abi, spec
 from vgkernels.backends import BACKENDS, Variant, availability
-from vgkernels.kernels.build import kernels
+from vgkernels.build import kernels
 
 
 def _fn(k, op):

@@ -88,7 +88,7 @@ def _child(backend: str, placement: str, vspec: str) -> None:
     from vgkernels import abi
     from vgkernels.api import AesGcm, InvalidTag
     from vgkernels.backends import Variant
-    from vgkernels.kernels.build import kernels
+    from vgkernels.build import kernels
 
     variant = None
     if vspec:

@@ -10,7 +10,7 @@ import re
 
 from . import jit
 from .backends import Backend, Variant, get
-from .kernels.build import generate
+from .kernels import generate
 
 # LLVM CPU names offered by ``--cpu`` (any name LLVM knows works from Python; these are the
 # x86-64 levels and the cores the backends target).  "host" is this machine's CPU.

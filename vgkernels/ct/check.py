@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import jit
 from ..backends import Backend, Variant, get
-from ..kernels.build import generate
+from ..kernels import generate
 from . import machine, taint
 
 # The CPU the object code is checked for when none is named: the backend's own model, else one
