@@ -21,7 +21,7 @@ from IPython.display import Markdown, display
 
 from vgkernels import cpu, report
 from vgkernels.backends import availability
-from vgkernels.kernels.build import kernels
+from vgkernels.build import kernels
 from vgkernels.report import inventory as inv
 
 nb = report.start("01_inventory", profile, out_dir, data_dir, backends)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import helpers` fro
 from helpers import BACKEND_NAMES  # noqa: E402
 
 from vgkernels.backends import availability  # noqa: E402
-from vgkernels.kernels.build import Kernels, kernels  # noqa: E402
+from vgkernels.build import Kernels, kernels  # noqa: E402
 from vgkernels.variant import Variant
 
 settings.register_profile(

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from vgkernels import abi, spec
 from vgkernels.backends import BACKENDS
-from vgkernels.kernels.build import kernels
+from vgkernels.build import kernels
 from vgkernels.variant import Variant
 
 BACKEND_NAMES: list[str] = [b.name for b in BACKENDS]

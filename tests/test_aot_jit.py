@@ -14,7 +14,8 @@ import pytest
 
 from vgkernels import aot, spec
 from vgkernels.backends import availability, get
-from vgkernels.kernels.build import generate, kernels
+from vgkernels.build import kernels
+from vgkernels.kernels import generate
 from vgkernels.variant import Variant
 
 
@@ -39,7 +40,7 @@ def test_portable_uses_no_x86_intrinsics():
 def test_second_process_compiles_nothing(tmp_path):
     env = dict(os.environ, VG_CACHE_DIR=str(tmp_path))
     code = textwrap.dedent("""
-        from vgkernels.kernels.build import kernels
+        from vgkernels.build import kernels
         from vgkernels.variant import Variant
         k = kernels("aesni_pclmul_avx", Variant(group=4))
         print(k.library.from_cache, k.library.compile_seconds)

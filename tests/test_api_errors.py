@@ -10,8 +10,8 @@ import pytest
 from helpers import TAG, ref
 from numpy.lib.stride_tricks import as_strided
 
+from vgkernels.abi import MAX_AAD, MAX_PLAINTEXT
 from vgkernels.api import AesGcm, InvalidTag, check_lengths
-from vgkernels.kernels.common import MAX_AAD, MAX_PLAINTEXT
 
 KEY = bytes(range(16))
 NONCE = b"\x01" * 12

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from vgkernels.backends import get
-from vgkernels.kernels.build import generate, kernels
+from vgkernels.build import kernels
+from vgkernels.kernels import generate
 
 
 def _body(asm: str, fn: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from vgkernels import abi, spec
 from vgkernels.backends import BACKENDS, availability
-from vgkernels.kernels.build import kernels
+from vgkernels.build import kernels
 from vgkernels.variant import Variant
 
 

@@ -87,7 +87,7 @@ def _child(backend: str, placement: str, vspec: str) -> None:
 
     from vgkernels import abi
     from vgkernels.api import AesGcm, InvalidTag
-    from vgkernels.kernels.build import kernels
+    from vgkernels.build import kernels
     from vgkernels.variant import Variant
 
     variant = None

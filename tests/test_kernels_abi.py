@@ -11,8 +11,8 @@ import pytest
 from helpers import TAG, bind, pieces_array, rbytes, ref, rng
 
 from vgkernels import abi
+from vgkernels.abi import MAX_AAD, MAX_PLAINTEXT
 from vgkernels.api import AesGcm
-from vgkernels.kernels.common import MAX_AAD, MAX_PLAINTEXT
 
 OK, BAD_TAG, BAD_NONCE, TOO_LONG, AAD_TOO_LONG, BAD_TAG_LEN, ORDER = 0, -1, -2, -3, -4, -5, -6
 

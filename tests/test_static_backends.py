@@ -12,7 +12,7 @@ from helpers import BACKEND_NAMES, BY_NAME
 
 from vgkernels import abi, aot, jit
 from vgkernels.bench import elfsyms
-from vgkernels.kernels.build import generate
+from vgkernels.kernels import generate
 
 # ISA fingerprints of each row's code, as regexes over instruction lines ("mnemonic operands"):
 # instructions it must use, and must not use.

@@ -17,8 +17,11 @@ CTX_MAGIC = 248  # u32: CTX_MAGIC_VALUE once key_init has finished; anything els
 CTX_INFLIGHT = 252  # u32: calls in flight, kept by the Python binding (C callers ignore it)
 CTX_MAGIC_VALUE = 0x31474756  # "VGG1"
 CTX_POWERS = 256  # powers of H, highest first, ending with H^1, then zero padding
-CTX_NPOW = 72  # room for powers H^72 .. H^1 (2 x the widest group + the length block)
-CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole
+# Room for powers H^72 .. H^1.  The bulk functions need H^(2G+1) at most (a leftover chunk is
+# fewer than 2G whole blocks, then the partial block and the length block): 65 for the widest
+# group, G = 32.  kernels/bulk.py asserts this for every group it builds.
+CTX_NPOW = 72
+CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole (W - 1 <= 4)
 CTX_SIZE = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472
 CTX_ALIGN = 64
 
@@ -27,6 +30,12 @@ def power_offset(k: int) -> int:
     """Byte offset of H^k (k = 1..CTX_NPOW) in the context; H^1 sits last before the padding."""
     return CTX_POWERS + 16 * (CTX_NPOW - k)
 
+
+# GCM's length limits (SP 800-38D section 5.2.1.1), as the kernels enforce them: RC_TEXT_TOO_LONG
+# and RC_AAD_TOO_LONG are defined by them.  The one definition: the kernels, the binding, the API
+# and the oracle in `vgkernels.spec` read them from here (this module imports nothing heavy).
+MAX_PLAINTEXT = (2**39 - 256) // 8  # len(P) <= 2^39 - 256 bits: 2^36 - 32 bytes
+MAX_AAD = (2**64 - 1) // 8  # len(A) <= 2^64 - 1 bits: 2^61 - 1 bytes
 
 # Return codes of every entry (0 is success).  The one list: the header, the API and the
 # binding read it from here.
@@ -50,6 +59,10 @@ RETURN_CODES: dict[int, str] = {
     RC_SHAPE: "two-slice shape not taken (fall back to seal_gather)",
     RC_CONTEXT: "key context not set up or wiped (nothing was read or written)",
 }
+
+# key_init alone: a key length other than 16, 24 or 32 (shares -1 with RC_BAD_TAG, which only
+# open returns; not one of the RC_ codes the header lists).
+KEY_INIT_BAD_LENGTH = -1
 
 # Streaming state (init / aad / update / finish), separate from the key context.
 STREAM_SIZE = 128

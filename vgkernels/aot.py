@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import abi, jit
 from .backends import Backend, get
-from .kernels.build import generate
+from .kernels import generate
 from .variant import Variant
 
 _RC_NAMES = {n[3:]: getattr(abi, n) for n in dir(abi) if n.startswith("RC_")}

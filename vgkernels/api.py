@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import abi, dispatch
+from .abi import MAX_AAD, MAX_PLAINTEXT
 from .backends import Backend, choose
 from .binding import CTX_HOLDER_SIZE, binding
 from .binding import entries as codes
 from .buffers import Buf, nbytes, overlaps, view
-from .kernels.build import Kernels, kernels
-from .kernels.common import MAX_AAD, MAX_PLAINTEXT
+from .build import Kernels, kernels
 from .variant import Variant
 
 TAG = 16

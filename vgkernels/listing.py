@@ -10,7 +10,7 @@ import re
 
 from . import jit
 from .backends import Backend, get
-from .kernels.build import generate
+from .kernels import generate
 from .variant import Variant
 
 # LLVM CPU names offered by ``--cpu`` (any name LLVM knows works from Python; these are the

@@ -225,9 +225,9 @@ class Builder:
         return bytes(range(1, spec.key_len + 1)), bytes(range(spec.nonce_len)), \
             bytes(range(100, 100 + spec.aad_len))
 
-    def kernels(self, spec: CaseSpec):  # -> vgkernels.kernels.build.Kernels
+    def kernels(self, spec: CaseSpec):  # -> vgkernels.build.Kernels
         """The compiled kernels of the case's backend and variant."""
-        from ..kernels.build import kernels
+        from ..build import kernels
 
         return kernels(spec.backend, spec.variant())
 

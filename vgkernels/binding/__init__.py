@@ -11,7 +11,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from .. import abi, jit
-from ..kernels.build import Kernels
+from ..build import Kernels
 from . import capi, entries
 from .entries import ENTRIES, PATHS
 

@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from llvmlite import ir
 
 from .. import abi
+from ..abi import MAX_AAD, MAX_PLAINTEXT
 from ..backends import Backend
 from ..buffers import _PLAIN
 from ..ir.core import i1, i8, i32, i64, ptr, void
-from ..kernels.common import MAX_AAD, MAX_PLAINTEXT
 from . import capi
 
 # Codes of the entries' own checks: negative like the kernels' (success is >= 0: bytes, 0, or

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import jit
 from ..backends import Backend, get
-from ..kernels.build import generate
+from ..kernels import generate
 from ..variant import Variant
 from . import machine, taint
 

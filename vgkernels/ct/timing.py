@@ -109,7 +109,7 @@ def _aesgcm_valid(ctx: int, n: int) -> tuple[bytes, bytes]:
 
 
 def kernel_target(backend: str) -> Target:
-    from ..kernels.build import kernels
+    from ..build import kernels
 
     k = kernels(backend)
     return Target("kernel", backend, k.address("key_init"), k.address("seal"),

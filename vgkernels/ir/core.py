@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
 
 from llvmlite import ir
 
@@ -146,14 +150,19 @@ class Emitter:
         return self.b.bitcast(x, vec(1))
 
     # -- control flow ----------------------------------------------------------------------
-    def loop(
-        self,
-        name: str,
-        init: Sequence[ir.Value],
-        cond: Callable[[list[ir.Value]], ir.Value],
-        body: Callable[[list[ir.Value]], Sequence[ir.Value]],
-    ) -> list[ir.Value]:
-        """while cond(vals): vals = body(vals); returns the values on exit."""
+    @contextmanager
+    def loop(self, name: str, cond: Callable[[SimpleNamespace], ir.Value],
+             **carried: Carried) -> Iterator[SimpleNamespace]:
+        """``while cond(v): <body>`` with the loop-carried values by name, in the spirit of
+        numba's ``cgutils.for_range``::
+
+            with em.loop("sum", lambda v: b.icmp_unsigned("<", v.k, n), k=c64(0), tot=t0) as v:
+                v.tot = b.add(v.tot, x)       # the body assigns the next values
+                v.k = b.add(v.k, c64(1))
+            total = v.tot                     # after the block: the values on exit
+
+        A value may be an ir.Value, a list of them or a dataclass of them (GHASH sums); one phi
+        per leaf, named ``<name>.v<i>`` in the order the values were given."""
         b = self.b
         pre = b.block
         head = b.append_basic_block(f"{name}.head")
@@ -161,37 +170,45 @@ class Emitter:
         done = b.append_basic_block(f"{name}.done")
         b.branch(head)
         b.position_at_end(head)
+        shape = list(carried.values())
+        init = _leaves(shape)
         phis = [b.phi(v.type, name=f"{name}.v{i}") for i, v in enumerate(init)]
         for p, v in zip(phis, init, strict=True):
             p.add_incoming(v, pre)
-        b.cbranch(cond(list(phis)), loop_body, done)
+        v = SimpleNamespace(**dict(zip(carried, _rebuild(shape, iter(phis)), strict=True)))
+        b.cbranch(cond(v), loop_body, done)
         b.position_at_end(loop_body)
-        nxt = body(list(phis))
-        for p, v in zip(phis, nxt, strict=True):
-            p.add_incoming(v, b.block)
+        yield v
+        if set(vars(v)) != set(carried):
+            raise ValueError(f"loop {name}: the body may only assign {sorted(carried)}")
+        for p, x in zip(phis, _leaves([getattr(v, k) for k in carried]), strict=True):
+            p.add_incoming(x, b.block)
         b.branch(head)
         b.position_at_end(done)
-        return list(phis)
+        for k, x in zip(carried, _rebuild(shape, iter(phis)), strict=True):
+            setattr(v, k, x)
 
     def if_else_values(
         self,
         cond: ir.Value,
-        then: Callable[[], Sequence[ir.Value]],
-        other: Callable[[], Sequence[ir.Value]],
+        then: Callable[[], Sequence[Carried]],
+        other: Callable[[], Sequence[Carried]],
         name: str = "sel",
-    ) -> list[ir.Value]:
-        """Branch on a public condition; both arms return values of the same types."""
+    ) -> list:
+        """Branch on a public condition; both arms return values of the same shapes (values,
+        lists or dataclasses of them, as `loop` carries); returns them joined, same shapes."""
         b = self.b
         t_bb = b.append_basic_block(f"{name}.then")
         e_bb = b.append_basic_block(f"{name}.else")
         j_bb = b.append_basic_block(f"{name}.join")
         b.cbranch(cond, t_bb, e_bb)
         b.position_at_end(t_bb)
-        tv = list(then())
+        shape = list(then())
+        tv = _leaves(shape)
         t_end = b.block
         b.branch(j_bb)
         b.position_at_end(e_bb)
-        ev = list(other())
+        ev = _leaves(list(other()))
         e_end = b.block
         b.branch(j_bb)
         b.position_at_end(j_bb)
@@ -201,12 +218,42 @@ class Emitter:
             p.add_incoming(x, t_end)
             p.add_incoming(y, e_end)
             out.append(p)
-        return out
+        return _rebuild(shape, iter(out))
 
     def when(self, cond: ir.Value, then: Callable[[list[ir.Value]], Sequence[ir.Value]],
              vals: Sequence[ir.Value], name: str = "when") -> list[ir.Value]:
         """vals = then(vals) if cond else vals."""
         return self.if_else_values(cond, lambda: then(list(vals)), lambda: list(vals), name)
+
+
+# What a loop or a branch carries: a value, or a list or dataclass of them.
+Carried = Any
+
+
+def _leaves(vals: Sequence[Carried]) -> list[ir.Value]:
+    out: list[ir.Value] = []
+    for v in vals:
+        if isinstance(v, ir.Value):
+            out.append(v)
+        elif dataclasses.is_dataclass(v):
+            out += _leaves([getattr(v, f.name) for f in dataclasses.fields(v)])
+        else:
+            out += _leaves(list(v))
+    return out
+
+
+def _rebuild(shape: Sequence[Carried], leaves: Iterator[ir.Value]) -> list[Carried]:
+    """``shape`` with its leaves replaced, in order, by ``leaves``."""
+    out: list[Carried] = []
+    for v in shape:
+        if isinstance(v, ir.Value):
+            out.append(next(leaves))
+        elif dataclasses.is_dataclass(v):
+            parts = _rebuild([getattr(v, f.name) for f in dataclasses.fields(v)], leaves)
+            out.append(type(v)(*parts))
+        else:
+            out.append(_rebuild(list(v), leaves))
+    return out
 
 
 def _i32vec(idx: Sequence[int] | range) -> ir.Constant:

@@ -28,9 +28,15 @@ class Parts:
 
 
 class Ghash:
-    """``karatsuba``: the middle product as (a0+a1)(b0+b1), 3 multiplies instead of 4; the
-    parts then carry that raw product in ``mi`` and ``reduce`` subtracts lo and hi once per
-    sum (aggregated), so the extra work per block is one shuffle and one XOR."""
+    """``karatsuba``: the middle product as (a0+a1)(b0+b1), 3 multiplies instead of 4.
+
+    With a = a1 x^64 + a0 and b = b1 x^64 + b0 (64-bit halves), a*b = a1 b1 x^128 +
+    (a1 b0 + a0 b1) x^64 + a0 b0, and in characteristic 2 the middle term is
+    (a0 + a1)(b0 + b1) - a0 b0 - a1 b1 = (a0 + a1)(b0 + b1) + a0 b0 + a1 b1.  The parts carry
+    the raw (a0+a1)(b0+b1) in ``mi``; since every step is linear, ``reduce`` adds lo and hi
+    into it once per *sum* of products (aggregated), so the extra work per block is one
+    shuffle and one XOR (``fold_halves``), and b0+b1 of a key power is computed once per
+    function (``h_folded``)."""
 
     def __init__(self, em: Emitter, prims, karatsuba: bool = False):
         self.em = em
@@ -59,6 +65,19 @@ class Ghash:
         return Parts(x(acc.lo, t.lo), x(acc.mi, t.mi), x(acc.hi, t.hi))
 
     def reduce(self, t: Parts) -> ir.Value:
+        """The 256-bit product (lo, mi, hi) reduced modulo g(x) = x^128 + x^7 + x^2 + x + 1.
+
+        Bit-reflected: bit 127 of a reflected value is the coefficient of x^0, so the *low*
+        qwords of the 256-bit product hold the *highest* powers, x^128 .. x^255, the part to
+        fold away.  In this order x^128 = x^7 + x^2 + x + 1 reads as multiplying by the 64-bit
+        constant 0xc2 << 56 (bits 63, 62, 57: the x, x^2, x^7 terms, reflected; the 1 term is
+        D itself): folding one 64-bit digit D of the low end is D * 0xc2.. (one CLMUL, landing
+        64 bits further up) plus D itself moved up 128 bits, i.e. swapped into the other qword
+        (swap_qwords, no multiply; the same swap aligns the next digit with ``mi``).  Two such
+        folds take the low 128 bits into the high half: the first folds lo's low qword into
+        (lo's high qword, mi), the second folds the resulting low qword of mi into hi.  The
+        reflected product is off by one factor of x (the 255-bit product sits one bit off in
+        256 bits, see above), which the H/x-scaled key powers absorb: no 1-bit shift here."""
         em = self.em
         if self.karatsuba:
             t = Parts(t.lo, em.xor(t.mi, t.lo, t.hi), t.hi)

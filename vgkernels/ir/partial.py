@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .core import Emitter, bvec, i1, i8, i32, i64, i128, vec
+from .core import Emitter, bvec, i1, i8, i32, i64, i128, ptr, vec
 
 
 def _shl128(em: Emitter, x: ir.Value, nbytes: ir.Value) -> ir.Value:
@@ -109,7 +109,7 @@ def masked_load(em: Emitter, p: ir.Value, n: ir.Value, w: int) -> tuple[ir.Value
     mask = mask_bits(em, n, w)
     bt = bvec(w)
     fn = em.intrinsic(f"llvm.masked.load.v{16 * w}i8.p0", bt,
-                      [em_ptr(), i32, mask.type, bt])
+                      [ptr, i32, mask.type, bt])
     v = em.b.call(fn, [p, ir.Constant(i32, 1), mask, ir.Constant(bt, None)])
     return em.b.bitcast(v, vec(w)), mask
 
@@ -117,7 +117,7 @@ def masked_load(em: Emitter, p: ir.Value, n: ir.Value, w: int) -> tuple[ir.Value
 def masked_store(em: Emitter, p: ir.Value, v: ir.Value, mask: ir.Value, w: int) -> None:
     bt = bvec(w)
     fn = em.intrinsic(f"llvm.masked.store.v{16 * w}i8.p0", ir.VoidType(),
-                      [bt, em_ptr(), i32, mask.type])
+                      [bt, ptr, i32, mask.type])
     em.b.call(fn, [em.b.bitcast(v, bt), p, ir.Constant(i32, 1), mask])
 
 
@@ -140,6 +140,3 @@ def insert_byte(em: Emitter, v: ir.Value, mask: ir.Value, n: ir.Value, byte: ir.
     out = b.select(onehot, splat, b.bitcast(v, bt))
     return b.bitcast(out, vec(w)), wider
 
-
-def em_ptr() -> ir.PointerType:
-    return ir.PointerType()

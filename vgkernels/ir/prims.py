@@ -135,15 +135,13 @@ class PortablePrims:
         y = b.extract_element(bsel, b.lshr(imm, ir.Constant(i32, 4)))
         xw = b.zext(x, i128)
 
-        def body(vals):
-            i, z = vals
-            bit = b.and_(b.lshr(y, b.zext(i, i64)), ir.Constant(i64, 1))
+        with em.loop("clmul", lambda v: b.icmp_unsigned("<", v.i, ir.Constant(i32, 64)),
+                     i=ir.Constant(i32, 0), z=ir.Constant(i128, 0)) as v:
+            bit = b.and_(b.lshr(y, b.zext(v.i, i64)), ir.Constant(i64, 1))
             mask = b.sub(ir.Constant(i128, 0), b.zext(bit, i128))  # all ones or zero
-            z = b.xor(z, b.and_(b.shl(xw, b.zext(i, i128)), mask))
-            return [b.add(i, ir.Constant(i32, 1)), z]
-
-        _, z = em.loop("clmul", [ir.Constant(i32, 0), ir.Constant(i128, 0)],
-                       lambda v: b.icmp_unsigned("<", v[0], ir.Constant(i32, 64)), body)
+            v.z = b.xor(v.z, b.and_(b.shl(xw, b.zext(v.i, i128)), mask))
+            v.i = b.add(v.i, ir.Constant(i32, 1))
+        z = v.z
         return b.bitcast(z, vec(1))
 
     def clmul(self, a: ir.Value, bv: ir.Value, imm: int) -> ir.Value:

@@ -14,8 +14,6 @@ from ..ir.ghash import Ghash
 from ..variant import Variant
 
 NR = (10, 12, 14)
-MAX_PLAINTEXT = 2**36 - 32  # SP 800-38D: len(P) <= 2^39 - 256 bits
-MAX_AAD = 2**61 - 1  # len(A) <= 2^64 - 1 bits
 
 
 @dataclass

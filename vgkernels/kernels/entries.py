@@ -1,5 +1,5 @@
-"""The exported C ABI (see vgkernels.abi): seal, seal_out, seal_gather, open, open_out and the
-inner kernels, built on the bulk functions.
+"""The exported C ABI (see vgkernels.abi): seal, seal_out, open, open_out, the inner kernels and
+seal_two_slice, built on the bulk functions (seal_gather: `gather`).
 
 Return codes: `vgkernels.abi.RETURN_CODES`.  Every entry fails closed (RC_CONTEXT) on a key
 context that key_init did not finish, before it touches the caller's buffers.
@@ -10,10 +10,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
+from ..abi import MAX_AAD, MAX_PLAINTEXT
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
-from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
+from .common import Fn, Params
 
 
 def _c(x: int) -> ir.Constant:
@@ -88,10 +89,10 @@ class Entry:
 
     def check_lengths(self, nl: ir.Value, ln: ir.Value | None, al: ir.Value) -> None:
         b = self.b
-        self.guard(b.icmp_unsigned("==", nl, _c(0)), -2)
+        self.guard(b.icmp_unsigned("==", nl, _c(0)), abi.RC_EMPTY_NONCE)
         if ln is not None:
-            self.guard(b.icmp_unsigned(">", ln, _c(MAX_PLAINTEXT)), -3)
-        self.guard(b.icmp_unsigned(">", al, _c(MAX_AAD)), -4)
+            self.guard(b.icmp_unsigned(">", ln, _c(MAX_PLAINTEXT)), abi.RC_TEXT_TOO_LONG)
+        self.guard(b.icmp_unsigned(">", al, _c(MAX_AAD)), abi.RC_AAD_TOO_LONG)
 
     def start(self, ctx, nonce, nl, aad, al) -> tuple[ir.Value, ir.Value]:
         """(io, E_K(J0)) with io.Y = GHASH(AAD) and io.ctr = inc32(J0)."""
@@ -133,7 +134,7 @@ def build_seal_out(module: ir.Module, params: Params, op: str = "seal_out") -> N
     e.length_block(io, ln, al)
     e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
     e.em.store(e.tag(io, ej0), tag, 0)
-    _ret(e.b, 0)
+    _ret(e.b, abi.RC_OK)
 
 
 def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> None:
@@ -148,7 +149,8 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
     else:
         ctx, nonce, nl, aad, al, inp, out, ln, tag, tl = e.f.args
     e.check_lengths(nl, ln, al)
-    e.guard(b.or_(b.icmp_unsigned("<", tl, _c(4)), b.icmp_unsigned(">", tl, _c(16))), -5)
+    e.guard(b.or_(b.icmp_unsigned("<", tl, _c(4)), b.icmp_unsigned(">", tl, _c(16))),
+            abi.RC_TAG_LENGTH)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, ln, al)
     e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
@@ -163,129 +165,8 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
     with b.if_then(bad, likely=False):
         memset = em.intrinsic("llvm.memset.p0.i64", void, [ptr, i8, i64, i1])
         b.call(memset, [out, ir.Constant(i8, 0), ln, ir.Constant(i1, 0)])
-        _ret(b, -1)
-    _ret(b, 0)
-
-
-def build_gather(module: ir.Module, params: Params) -> None:
-    """seal_gather: the pieces are read where they are.  Whole blocks of a piece go straight
-    through the stitched loop (out of place); a block split between pieces is assembled in a
-    register, encrypted and hashed on its own; the last piece's own tail and the length block
-    finish inside the stitched function when no split block is pending."""
-    e = Entry(module, params, "seal_gather", [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
-    em, b, f = e.em, e.b, e.f
-    ctx, nonce, nl, aad, al, pieces, npieces, out, tag = f.args
-
-    def piece(k):
-        base = em.gep(pieces, b.shl(k, _c(4)))
-        return em.load_int(base, 0, ptr), em.load_int(base, 8, i64)
-
-    # total length (refusing overflow) and the last non-empty piece
-    def sum_body(v):
-        k, tot, last, over = v
-        _, n = piece(k)
-        t2 = b.add(tot, n)
-        over = b.or_(over, b.or_(b.icmp_unsigned(">", n, _c(MAX_PLAINTEXT)),
-                                 b.icmp_unsigned(">", t2, _c(MAX_PLAINTEXT))))
-        last = b.select(b.icmp_unsigned("!=", n, _c(0)), k, last)
-        return [b.add(k, _c(1)), t2, last, over]
-    _, total, last, over = em.loop("sum", [_c(0), _c(0), _c(-1), ir.Constant(i1, 0)],
-                                   lambda v: b.icmp_unsigned("<", v[0], npieces), sum_body)
-    e.check_lengths(nl, None, al)
-    e.guard(over, -3)
-    io, ej0 = e.start(ctx, nonce, nl, aad, al)
-    e.length_block(io, total, al)
-    false, true = ir.Constant(i1, 0), ir.Constant(i1, 1)
-    if params.backend.two_slice:
-        # the short path of the gather: a piece then at most one byte (a TLS record) is one
-        # stitched call, whatever the lengths
-        with b.if_then(b.icmp_unsigned("==", npieces, _c(2))):
-            (p0, n0), (p1, n1) = piece(_c(0)), piece(_c(1))
-            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
-                _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))
-                em.store(e.tag(io, ej0), tag, 0)
-                _ret(b, 0)
-
-    def body(v):
-        k, carry, cn, o, done = v
-        p, n = piece(k)
-
-        def top_up(vals):
-            carry, cn, p, n, o = vals
-            room = b.sub(_c(16), cn)
-            take = b.select(b.icmp_unsigned("<", n, room), n, room)
-            bits = partial.load_partial(em, p, take)
-            carry = b.or_(carry, b.shl(bits, b.zext(b.shl(cn, _c(3)), i128)))
-            cn, p, n = b.add(cn, take), em.gep(p, take), b.sub(n, take)
-
-            def full_block(vals):
-                carry, cn, o = vals
-                c = em.load(io, 16)
-                ks = e.call("vg.aes1", [ctx, em.bswap_lanes(c)])
-                blk = b.xor(em.from_i128(carry), ks)
-                em.store(blk, out, o)
-                em.store(e.call("vg.ghash1", [ctx, em.load(io, 0), blk]), io, 0)
-                em.store(ctrs.add(em, c, 1), io, 16)
-                return [ir.Constant(i128, 0), _c(0), b.add(o, _c(16))]
-            carry, cn, o = em.when(b.icmp_unsigned("==", cn, _c(16)), full_block, [carry, cn, o],
-                                   "blk")
-            return [carry, cn, p, n, o]
-
-        start_top = b.and_(b.icmp_unsigned("!=", cn, _c(0)), b.icmp_unsigned("!=", n, _c(0)))
-        carry, cn, p, n, o = em.when(start_top, top_up, [carry, cn, p, n, o], "top")
-        # the last piece with nothing pending: its tail and the length block in one call
-        finish_here = b.and_(b.icmp_unsigned("==", k, last), b.icmp_unsigned("==", cn, _c(0)))
-
-        def finish(vals):
-            p, n, o, _ = vals
-            e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), n, true, e.pub_ctr(nl, o)])
-            return [p, _c(0), b.add(o, n), true]
-
-        def whole(vals):
-            p, n, o, d = vals
-            wb = b.and_(n, _c(~15))
-
-            def go(vv):
-                p, n, o = vv
-                e.call("vg.bulk.enc", [ctx, io, p, em.gep(out, o), wb, false,
-                                       e.pub_ctr(nl, o)])
-                return [em.gep(p, wb), b.sub(n, wb), b.add(o, wb)]
-            p, n, o = em.when(b.icmp_unsigned("!=", wb, _c(0)), go, [p, n, o], "whole")
-            return [p, n, o, d]
-        p, n, o, done = em.if_else_values(finish_here, lambda: finish([p, n, o, done]),
-                                          lambda: whole([p, n, o, done]), "fin")
-
-        def stash(vals):
-            return [partial.load_partial(em, p, n), n]
-        carry, cn = em.when(b.icmp_unsigned("!=", n, _c(0)), stash, [carry, cn], "stash")
-        return [b.add(k, _c(1)), carry, cn, o, done]
-
-    _, carry, cn, o, done = em.loop(
-        "pieces", [_c(0), ir.Constant(i128, 0), _c(0), _c(0), false],
-        lambda v: b.icmp_unsigned("<", v[0], npieces), body)
-
-    def tail(vals):
-        # a partial block assembled from several pieces, then the length block
-        c = em.load(io, 16)
-        y = em.load(io, 0)
-        ln = em.load(io, 32)
-
-        def with_partial():
-            ks = e.call("vg.aes1", [ctx, em.bswap_lanes(c)])
-            blk = em.to_i128(b.xor(em.from_i128(carry), ks))
-            partial.store_partial(em, em.gep(out, o), cn, blk)
-            blk = em.from_i128(b.and_(blk, partial.byte_mask128(em, cn)))
-            t = f.gh.accumulate(None, em.xor(y, em.bswap_lanes(blk)), f.power(ctx, 2, 1))
-            t = f.gh.accumulate(t, ln, f.power(ctx, 1, 1))
-            return [f.gh.reduce(t)]
-        (y2,) = em.if_else_values(
-            b.icmp_unsigned("!=", cn, _c(0)), with_partial,
-            lambda: [f.gh.mul(em.xor(y, ln), f.power(ctx, 1, 1))], "tailp")
-        em.store(y2, io, 0)
-        return []
-    em.when(b.not_(done), tail, [], "tail")
-    em.store(e.tag(io, ej0), tag, 0)
-    _ret(b, 0)
+        _ret(b, abi.RC_BAD_TAG)
+    _ret(b, abi.RC_OK)
 
 
 def build_two_slice(module: ir.Module, params: Params) -> None:
@@ -298,16 +179,16 @@ def build_two_slice(module: ir.Module, params: Params) -> None:
     ctx, nonce, nl, aad, al, p0, n0, p1, n1, out, tag = f.args
     shape = b.and_(b.and_(b.icmp_unsigned("==", nl, _c(12)), b.icmp_unsigned("<=", al, _c(16))),
                    b.and_(b.icmp_unsigned(">=", n0, _c(256)), b.icmp_unsigned("<=", n1, _c(1))))
-    e.guard(b.not_(shape), -7)
-    e.guard(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT - 1)), -3)
+    e.guard(b.not_(shape), abi.RC_SHAPE)
+    e.guard(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT - 1)), abi.RC_TEXT_TOO_LONG)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, b.add(n0, n1), al)
-    _seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))
+    seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))
     em.store(e.tag(io, ej0), tag, 0)
-    _ret(b, 0)
+    _ret(b, abi.RC_OK)
 
 
-def _seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:
+def seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:
     """n0 bytes at p0, then n1 (0 or 1) bytes at p1, through one stitched call."""
     em, b, f, module = e.em, e.b, e.f, e.module
     true = ir.Constant(i1, 1)
@@ -368,5 +249,5 @@ def build_inner(module: ir.Module, params: Params) -> None:
     _ret(f.b, abi.RC_OK)
 
 
-__all__ = ["build_gather", "build_helpers", "build_inner", "build_open_out", "build_seal_out",
-           "build_two_slice"]
+__all__ = ["Entry", "build_helpers", "build_inner", "build_open_out", "build_seal_out",
+           "build_two_slice", "seal_with_byte"]

@@ -40,7 +40,7 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
         arms.append((h, b.block))
         b.branch(join)
     b.position_at_end(bad)
-    b.ret(ir.Constant(i32, -1))
+    b.ret(ir.Constant(i32, abi.KEY_INIT_BAD_LENGTH))
     b.position_at_end(join)
     h = b.phi(arms[0][0].type, name="h")
     for v, bb in arms:
@@ -50,15 +50,14 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
     for j in range(abi.CTX_POWER_PAD):
         em.store(zero(1), ctx, abi.power_offset(1) + 16 * (j + 1))
 
-    def body(v):
-        k, prev = v
-        nxt = f.gh.mul(prev, k1)
-        em.store(nxt, ctx, b.sub(ir.Constant(i64, abi.CTX_POWERS + 16 * abi.CTX_NPOW),
-                                 b.shl(k, ir.Constant(i64, 4))))
-        return [b.add(k, ir.Constant(i64, 1)), nxt]
-
-    em.loop("pow", [ir.Constant(i64, 2), k1],
-            lambda v: b.icmp_unsigned("<=", v[0], ir.Constant(i64, abi.CTX_NPOW)), body)
+    # H^k for k = 2..CTX_NPOW, each one multiply from the last
+    last = ir.Constant(i64, abi.CTX_NPOW)
+    with em.loop("pow", lambda v: b.icmp_unsigned("<=", v.k, last),
+                 k=ir.Constant(i64, 2), prev=k1) as v:
+        v.prev = f.gh.mul(v.prev, k1)
+        em.store(v.prev, ctx, b.sub(ir.Constant(i64, abi.CTX_POWERS + 16 * abi.CTX_NPOW),
+                                    b.shl(v.k, ir.Constant(i64, 4))))
+        v.k = b.add(v.k, ir.Constant(i64, 1))
     em.store_int(ir.Constant(i32, abi.CTX_MAGIC_VALUE), ctx, abi.CTX_MAGIC)
-    b.ret(ir.Constant(i32, 0))
+    b.ret(ir.Constant(i32, abi.RC_OK))
     return f.fn

@@ -15,13 +15,13 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
+from ..abi import MAX_AAD, MAX_PLAINTEXT
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, ptr, zero
-from .common import MAX_AAD, MAX_PLAINTEXT, Fn, Params
+from .common import Fn, Params
 
 Y, CTR, NONCE96, EJ0, KS, BLK = 0, 16, 32, 48, 64, 80
 AAD_LEN, TEXT_LEN, USED, PHASE = 96, 104, 112, 120
-E_ORDER = abi.RC_ORDER  # AAD after text, or use after finish
 
 
 def _c(x: int) -> ir.Constant:
@@ -60,42 +60,39 @@ class _S:
         dst when enc is not None (GHASH takes the ciphertext side), else AAD."""
         b, em = self.b, self.em
 
-        def body(v):
-            (i,) = v
-            x = em.load_int(src, i, i8)
-            pos = b.add(used, i)
+        with em.loop("fill", lambda v: b.icmp_unsigned("<", v.i, count), i=_c(0)) as v:
+            x = em.load_int(src, v.i, i8)
+            pos = b.add(used, v.i)
             if enc is None:
                 em.store_int(x, st, b.add(pos, _c(BLK)))
             else:
                 c = b.xor(x, em.load_int(st, b.add(pos, _c(KS)), i8))
-                em.store_int(c, dst, i)
+                em.store_int(c, dst, v.i)
                 em.store_int(c if enc else x, st, b.add(pos, _c(BLK)))
-            return [b.add(i, _c(1))]
-        em.loop("fill", [_c(0)], lambda v: b.icmp_unsigned("<", v[0], count), body)
-
+            v.i = b.add(v.i, _c(1))
 
 def build_stream(module: ir.Module, params: Params) -> None:
     # init
     s = _S(module, params, "stream_init", [ptr, ptr, ptr, i64])
     ctx, st, nonce, nl = s.f.args
-    s.ret_if(s.b.icmp_unsigned("==", nl, _c(0)), -2)
+    s.ret_if(s.b.icmp_unsigned("==", nl, _c(0)), abi.RC_EMPTY_NONCE)
     for off in range(0, 128, 16):
         s.em.store(zero(1), st, off)
     s.em.store(s.call("vg.setup", [ctx, nonce, nl, st]), st, EJ0)
     s.put(st, NONCE96, s.b.zext(s.b.icmp_unsigned("==", nl, _c(12)), i64))
-    s.b.ret(ir.Constant(i32, 0))
+    s.b.ret(ir.Constant(i32, abi.RC_OK))
 
     # aad
     s = _S(module, params, "stream_aad", [ptr, ptr, ptr, i64])
     ctx, st, aad, n = s.f.args
     b, em = s.b, s.em
-    s.ret_if(b.icmp_unsigned("!=", s.get(st, PHASE), _c(0)), E_ORDER)
+    s.ret_if(b.icmp_unsigned("!=", s.get(st, PHASE), _c(0)), abi.RC_ORDER)
     total = b.add(s.get(st, AAD_LEN), n)
     s.ret_if(b.or_(b.icmp_unsigned(">", n, _c(MAX_AAD)), b.icmp_unsigned(">", total, _c(MAX_AAD))),
-             -4)
+             abi.RC_AAD_TOO_LONG)
     s.put(st, AAD_LEN, total)
     _absorb(s, ctx, st, aad, aad, n, None)
-    b.ret(ir.Constant(i32, 0))
+    b.ret(ir.Constant(i32, abi.RC_OK))
 
     # encrypt / decrypt
     for op, enc in (("stream_encrypt", True), ("stream_decrypt", False)):
@@ -103,23 +100,23 @@ def build_stream(module: ir.Module, params: Params) -> None:
         ctx, st, inp, out, n = s.f.args
         b, em = s.b, s.em
         phase = s.get(st, PHASE)
-        s.ret_if(b.icmp_unsigned("==", phase, _c(2)), E_ORDER)
+        s.ret_if(b.icmp_unsigned("==", phase, _c(2)), abi.RC_ORDER)
         total = b.add(s.get(st, TEXT_LEN), n)
         s.ret_if(b.or_(b.icmp_unsigned(">", n, _c(MAX_PLAINTEXT)),
-                       b.icmp_unsigned(">", total, _c(MAX_PLAINTEXT))), -3)
+                       b.icmp_unsigned(">", total, _c(MAX_PLAINTEXT))), abi.RC_TEXT_TOO_LONG)
         with b.if_then(b.icmp_unsigned("==", phase, _c(0))):
             with b.if_then(b.icmp_unsigned("!=", s.get(st, USED), _c(0))):
                 s.flush_block(ctx, st)
             s.put(st, PHASE, _c(1))
         s.put(st, TEXT_LEN, total)
         _absorb(s, ctx, st, inp, out, n, enc)
-        b.ret(ir.Constant(i32, 0))
+        b.ret(ir.Constant(i32, abi.RC_OK))
 
     # finish
     s = _S(module, params, "stream_finish", [ptr, ptr, ptr])
     ctx, st, tag = s.f.args
     b, em, f = s.b, s.em, s.f
-    s.ret_if(b.icmp_unsigned("==", s.get(st, PHASE), _c(2)), E_ORDER)
+    s.ret_if(b.icmp_unsigned("==", s.get(st, PHASE), _c(2)), abi.RC_ORDER)
     with b.if_then(b.icmp_unsigned("!=", s.get(st, USED), _c(0))):
         s.flush_block(ctx, st)
     ln = b.insert_element(zero(1), b.shl(s.get(st, TEXT_LEN), _c(3)), ir.Constant(i32, 0))
@@ -127,7 +124,7 @@ def build_stream(module: ir.Module, params: Params) -> None:
     y = f.gh.mul(em.xor(em.load(st, Y), ln), f.power(ctx, 1, 1))
     em.store(em.xor(em.bswap_lanes(y), em.load(st, EJ0)), tag, 0)
     s.put(st, PHASE, _c(2))
-    b.ret(ir.Constant(i32, 0))
+    b.ret(ir.Constant(i32, abi.RC_OK))
 
 
 def _absorb(s: _S, ctx, st, src, dst, n, enc: bool | None) -> None:

@@ -21,7 +21,7 @@ REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
     """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
     with the backend's features), cached on disk next to the objects (keyed like them)."""
-    from ..kernels.build import generate
+    from ..kernels import generate
 
     v = variant.resolved(backend)
     prefix, text = generate(backend, v)

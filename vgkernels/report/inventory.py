@@ -200,10 +200,10 @@ def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str
     (warm: the fastest of ``warm_repeats``).  In this process: LLVM is already initialised."""
     from .. import jit
     from ..backends import get
-    from ..kernels.build import generate
+    from ..kernels import generate
 
     be = get(backend)
-    cpu_name = getattr(be, "llvm_cpu", None)  # as kernels.build compiles it
+    cpu_name = getattr(be, "llvm_cpu", None)  # as vgkernels.build compiles it
     t0 = time.perf_counter()
     prefix, text = generate(be, variant)
     gen = time.perf_counter() - t0

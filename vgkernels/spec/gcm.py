@@ -10,12 +10,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..abi import MAX_AAD, MAX_PLAINTEXT
 from .aes import as_u8, check_key, cipher, expand_key, key_expansion
 from .ghash import _ghash_update
 
-# Section 5.2.1.1: len(P) <= 2^39 - 256 bits; len(A), len(IV) <= 2^64 - 1 bits.
-MAX_TEXT_BYTES = (2**39 - 256) // 8
-MAX_AAD_BYTES = (2**64 - 1) // 8
+# Section 5.2.1.1: len(P) <= 2^39 - 256 bits; len(A), len(IV) <= 2^64 - 1 bits.  The text and
+# AAD limits are defined once, in `vgkernels.abi` (the kernels' return codes are made of them).
 MAX_IV_BYTES = (2**64 - 1) // 8
 
 
@@ -132,7 +132,7 @@ def _check_iv_aad(nonce: bytes, aad: bytes) -> None:
     # Section 5.2.1.1: 1 <= len(IV) <= 2^64 - 1 bits (here whole bytes), len(A) <= 2^64 - 1 bits.
     if not 1 <= len(nonce) <= MAX_IV_BYTES:
         raise ValueError("GCM nonce must be at least 1 byte long")
-    if len(aad) > MAX_AAD_BYTES:
+    if len(aad) > MAX_AAD:
         raise ValueError("AAD too long for GCM")
 
 
@@ -152,7 +152,7 @@ def seal(key: bytes, nonce: bytes, plaintext: bytes, aad: bytes = b"") -> tuple[
     """AES-GCM authenticated encryption: returns (ciphertext, 16-byte tag)."""
     w = key_expansion(check_key(key))
     _check_iv_aad(nonce, aad)
-    if len(plaintext) > MAX_TEXT_BYTES:
+    if len(plaintext) > MAX_PLAINTEXT:
         raise ValueError("plaintext too long for GCM")
     c, t = gcm_seal(w, as_u8(nonce), as_u8(plaintext), as_u8(aad))
     return c.tobytes(), t.tobytes()
@@ -166,7 +166,7 @@ def open(  # shadows the builtin inside this module only; mirrors AEAD seal/open
     _check_iv_aad(nonce, aad)
     if len(tag) != 16:
         raise ValueError(f"the reference model checks full 16-byte tags, got {len(tag)} bytes")
-    if len(ciphertext) > MAX_TEXT_BYTES:
+    if len(ciphertext) > MAX_PLAINTEXT:
         raise InvalidTag("ciphertext too long for GCM")  # Algorithm 5 step 1: return FAIL
     p, ok = gcm_open(w, as_u8(nonce), as_u8(ciphertext), as_u8(aad), as_u8(tag))
     if not ok:

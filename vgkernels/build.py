@@ -1,4 +1,5 @@
-"""One LLVM module per (backend, variant): generate, compile through the disk cache, load."""
+"""Build a backend's kernels: generate the IR (`vgkernels.kernels`), compile it through the
+disk cache (`vgkernels.jit`), load it, once per process for each (backend, variant)."""
 
 from __future__ import annotations
 
@@ -7,41 +8,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from llvmlite import ir
-
-from .. import abi, jit
-from .. import variant as variant_names
-from ..backends import Backend, get
-from ..variant import Variant
-from . import bulk, entries, keysetup, stream
-from .common import Params
-
-
-def symbol_prefix(backend: Backend, variant: Variant) -> str:
-    """The kernels' symbol prefix (`vgkernels.variant.symbol_prefix` owns the form)."""
-    return variant_names.symbol_prefix(backend, variant)
-
-
-def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None
-             ) -> tuple[str, str]:
-    """(prefix, IR text) of a backend's kernels."""
-    v = (variant or Variant()).resolved(backend)
-    prefix = prefix or symbol_prefix(backend, v)
-    module = ir.Module(name=prefix)
-    params = Params(backend, v, prefix)
-    bulk.build_all(module, params)
-    entries.build_helpers(module, params)
-    keysetup.build_key_init(module, params)
-    entries.build_seal_out(module, params, "seal")
-    entries.build_seal_out(module, params, "seal_out")
-    entries.build_open_out(module, params, "open")
-    entries.build_open_out(module, params, "open_out")
-    entries.build_gather(module, params)
-    entries.build_inner(module, params)
-    stream.build_stream(module, params)
-    if backend.two_slice:
-        entries.build_two_slice(module, params)
-    return prefix, str(module)
+from . import abi, jit
+from .backends import Backend, get
+from .kernels import generate
+from .variant import Variant
 
 
 @dataclass

@@ -1,0 +1,199 @@
+"""seal_gather: the pieces are read where they are.
+
+Whole blocks of a piece go straight through the stitched loop (out of place).  A block split
+between pieces is assembled in a register (the *carry*, ``cn`` bytes of it filled), encrypted
+and hashed on its own.  The last piece's own end and the length block finish inside the stitched
+function when no split block is pending; otherwise ``finish_split_block`` does them here.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from llvmlite import ir
+
+from .. import abi
+from ..abi import MAX_PLAINTEXT
+from ..ir import ctr as ctrs
+from ..ir import partial
+from ..ir.core import i1, i64, i128, ptr
+from .common import Params
+from .entries import Entry, seal_with_byte
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+class Gather:
+    """The function under construction and the values every step reads."""
+
+    def __init__(self, module: ir.Module, params: Params):
+        self.params = params
+        self.e = Entry(module, params, "seal_gather",
+                       [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
+        self.em, self.b, self.f = self.e.em, self.e.b, self.e.f
+        (self.ctx, self.nonce, self.nl, self.aad, self.al, self.pieces, self.npieces, self.out,
+         self.tag) = self.f.args
+        self.io: ir.Value | None = None  # set by `start`: the bulk functions' io block
+        self.ej0: ir.Value | None = None
+
+    def piece(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(ptr, len) of piece k."""
+        base = self.em.gep(self.pieces, self.b.shl(k, _c(4)))
+        return self.em.load_int(base, 0, ptr), self.em.load_int(base, 8, i64)
+
+    def total_length(self) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """(total, index of the last non-empty piece or -1, overflow): one pass over the
+        pieces, refusing a piece or a running total over the GCM limit (no wrap-around)."""
+        b = self.b
+        with self.em.loop("sum", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
+                          k=_c(0), total=_c(0), last=_c(-1), over=ir.Constant(i1, 0)) as v:
+            _, n = self.piece(v.k)
+            t2 = b.add(v.total, n)
+            v.over = b.or_(v.over, b.or_(b.icmp_unsigned(">", n, _c(MAX_PLAINTEXT)),
+                                         b.icmp_unsigned(">", t2, _c(MAX_PLAINTEXT))))
+            v.last = b.select(b.icmp_unsigned("!=", n, _c(0)), v.k, v.last)
+            v.total = t2
+            v.k = b.add(v.k, _c(1))
+        return v.total, v.last, v.over
+
+    def start(self, total: ir.Value) -> None:
+        self.io, self.ej0 = self.e.start(self.ctx, self.nonce, self.nl, self.aad, self.al)
+        self.e.length_block(self.io, total, self.al)
+
+    def two_slice_shortcut(self) -> None:
+        """A piece then at most one byte (a TLS record) is one stitched call, whatever the
+        lengths."""
+        b = self.b
+        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(2))):
+            (p0, n0), (p1, n1) = self.piece(_c(0)), self.piece(_c(1))
+            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
+                seal_with_byte(self.e, self.ctx, self.io, p0, n0, p1, n1, self.out,
+                               self.e.pub_ctr(self.nl))
+                self.store_tag()
+
+    def top_up(self, s: SimpleNamespace) -> None:
+        """Fill the split block from the head of the piece; a full one is sealed alone."""
+        em, b = self.em, self.b
+
+        def fill(vals):
+            carry, cn, p, n, o = vals
+            room = b.sub(_c(16), cn)
+            take = b.select(b.icmp_unsigned("<", n, room), n, room)
+            bits = partial.load_partial(em, p, take)
+            carry = b.or_(carry, b.shl(bits, b.zext(b.shl(cn, _c(3)), i128)))
+            cn, p, n = b.add(cn, take), em.gep(p, take), b.sub(n, take)
+            carry, cn, o = em.when(b.icmp_unsigned("==", cn, _c(16)), self.seal_block,
+                                   [carry, cn, o], "blk")
+            return [carry, cn, p, n, o]
+
+        start_top = b.and_(b.icmp_unsigned("!=", s.cn, _c(0)), b.icmp_unsigned("!=", s.n, _c(0)))
+        s.carry, s.cn, s.p, s.n, s.o = em.when(start_top, fill,
+                                               [s.carry, s.cn, s.p, s.n, s.o], "top")
+
+    def seal_block(self, vals: list[ir.Value]) -> list[ir.Value]:
+        """The assembled block: keystream, store, GHASH, next counter (through io)."""
+        em, b, e, io = self.em, self.b, self.e, self.io
+        carry, cn, o = vals
+        c = em.load(io, 16)
+        ks = e.call("vg.aes1", [self.ctx, em.bswap_lanes(c)])
+        blk = b.xor(em.from_i128(carry), ks)
+        em.store(blk, self.out, o)
+        em.store(e.call("vg.ghash1", [self.ctx, em.load(io, 0), blk]), io, 0)
+        em.store(ctrs.add(em, c, 1), io, 16)
+        return [ir.Constant(i128, 0), _c(0), b.add(o, _c(16))]
+
+    def pass_through(self, s: SimpleNamespace, last: ir.Value) -> None:
+        """The piece's whole blocks through the stitched function; the last piece with no
+        split block pending also takes its partial block and the length block there."""
+        em, b, e = self.em, self.b, self.e
+        true, false = ir.Constant(i1, 1), ir.Constant(i1, 0)
+        finish_here = b.and_(b.icmp_unsigned("==", s.k, last), b.icmp_unsigned("==", s.cn, _c(0)))
+
+        def finish(vals):
+            p, n, o, _ = vals
+            e.call("vg.bulk.enc", [self.ctx, self.io, p, em.gep(self.out, o), n, true,
+                                   e.pub_ctr(self.nl, o)])
+            return [p, _c(0), b.add(o, n), true]
+
+        def whole(vals):
+            p, n, o, d = vals
+            wb = b.and_(n, _c(~15))
+
+            def go(vv):
+                p, n, o = vv
+                e.call("vg.bulk.enc", [self.ctx, self.io, p, em.gep(self.out, o), wb, false,
+                                       e.pub_ctr(self.nl, o)])
+                return [em.gep(p, wb), b.sub(n, wb), b.add(o, wb)]
+            p, n, o = em.when(b.icmp_unsigned("!=", wb, _c(0)), go, [p, n, o], "whole")
+            return [p, n, o, d]
+        vals = [s.p, s.n, s.o, s.done]
+        s.p, s.n, s.o, s.done = em.if_else_values(finish_here, lambda: finish(vals),
+                                                  lambda: whole(vals), "fin")
+
+    def stash(self, s: SimpleNamespace) -> None:
+        """What is left of the piece (under a block) starts the next split block."""
+        em, b = self.em, self.b
+        p, n = s.p, s.n
+        s.carry, s.cn = em.when(b.icmp_unsigned("!=", n, _c(0)),
+                                lambda vals: [partial.load_partial(em, p, n), n],
+                                [s.carry, s.cn], "stash")
+
+    def pieces_loop(self, last: ir.Value) -> SimpleNamespace:
+        b = self.b
+        with self.em.loop("pieces", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
+                          k=_c(0), carry=ir.Constant(i128, 0), cn=_c(0), o=_c(0),
+                          done=ir.Constant(i1, 0)) as v:
+            p, n = self.piece(v.k)
+            s = SimpleNamespace(k=v.k, carry=v.carry, cn=v.cn, p=p, n=n, o=v.o, done=v.done)
+            self.top_up(s)
+            self.pass_through(s, last)
+            self.stash(s)
+            v.k, v.carry, v.cn, v.o, v.done = b.add(v.k, _c(1)), s.carry, s.cn, s.o, s.done
+        return v
+
+    def finish_split_block(self, v: SimpleNamespace) -> None:
+        """Unless the stitched function finished: a partial block assembled from several pieces
+        (if any), then the length block, one reduction."""
+        em, b, f, ctx, io = self.em, self.b, self.f, self.ctx, self.io
+        carry, cn, o = v.carry, v.cn, v.o
+
+        def finish(vals):
+            c = em.load(io, 16)
+            y = em.load(io, 0)
+            ln = em.load(io, 32)
+
+            def with_partial():
+                ks = self.e.call("vg.aes1", [ctx, em.bswap_lanes(c)])
+                blk = em.to_i128(b.xor(em.from_i128(carry), ks))
+                partial.store_partial(em, em.gep(self.out, o), cn, blk)
+                blk = em.from_i128(b.and_(blk, partial.byte_mask128(em, cn)))
+                t = f.gh.accumulate(None, em.xor(y, em.bswap_lanes(blk)), f.power(ctx, 2, 1))
+                t = f.gh.accumulate(t, ln, f.power(ctx, 1, 1))
+                return [f.gh.reduce(t)]
+            (y2,) = em.if_else_values(
+                b.icmp_unsigned("!=", cn, _c(0)), with_partial,
+                lambda: [f.gh.mul(em.xor(y, ln), f.power(ctx, 1, 1))], "tailp")
+            em.store(y2, io, 0)
+            return []
+        em.when(b.not_(v.done), finish, [], "tail")  # IR labels kept from the first version
+
+    def store_tag(self) -> None:
+        self.em.store(self.e.tag(self.io, self.ej0), self.tag, 0)
+        self.b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
+
+
+def build_gather(module: ir.Module, params: Params) -> None:
+    g = Gather(module, params)
+    total, last, over = g.total_length()
+    g.e.check_lengths(g.nl, None, g.al)
+    g.e.guard(over, abi.RC_TEXT_TOO_LONG)
+    g.start(total)
+    if params.backend.two_slice:
+        g.two_slice_shortcut()
+    g.finish_split_block(g.pieces_loop(last))
+    g.store_tag()
+
+
+__all__ = ["build_gather"]

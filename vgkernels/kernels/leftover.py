@@ -1,0 +1,306 @@
+"""The leftover chunk: what the stitched loop did not take, as named steps over one GHASH sum.
+
+Blocks [i, e), then p partial bytes, then the length block (if has_len), one reduction.  Every
+hashed block carries its own power: with r blocks to hash in all, the q-th takes H^(r-q) (a
+vector of W blocks takes the W descending powers H^(r-q) .. H^(r-q-W+1), one load from the
+table, see `stitched` for why the first vector's lanes also repair the loop's streams).  So the
+steps can run in any order and the products simply add up, unreduced, in a `Cursor`'s sums:
+
+  pending group    enc: hash the G blocks the loop stored last; dec: one more stitched group
+  masked end       (AVX-512) fewer than u vectors + the partial block + the extra byte as one
+                   straight-line piece of m byte-masked vectors, emitted before the loop
+  vectors          u vectors per iteration, then (without masks) one vector per iteration
+  blocks           (without masks) one block per iteration
+  partial block    (without masks) the last n < 16 bytes
+  length block     [len(A)]_64 || [len(C)]_64
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..ir import aes, partial
+from ..ir import ctr as ctrs
+from ..ir.core import i1, i32, i64, i128, zero
+from ..ir.ghash import Parts
+
+if TYPE_CHECKING:
+    from .bulk import BulkFn
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+@dataclass
+class Cursor:
+    """Where the leftover stands; a loop or a branch carries it whole."""
+
+    j: ir.Value  # the next block
+    q: ir.Value  # blocks hashed so far: the next hashed block takes H^(r - q)
+    ctr: ir.Value  # the next counter
+    sums: Parts  # the unreduced sum of products, W lanes (or one)
+    x: ir.Value  # the GHASH state, still to be XORed into the next hashed block (then zero)
+
+
+class Leftover:
+    def __init__(self, fn: BulkFn, i: ir.Value, e: ir.Value, p: ir.Value, has_len: ir.Value,
+                 s: ir.Value, ctr: ir.Value, pending: ir.Value | None):
+        """``pending``: the stitched loop ran (enc: its last group is stored, not hashed yet;
+        dec: its last group is left to `last_stitched_group`)."""
+        self.fn, self.em, self.b = fn, fn.em, fn.b
+        b, g = self.b, fn.p.g
+        self.e, self.p, self.has_len, self.s = e, p, has_len, s
+        self.has_p = b.icmp_unsigned("!=", p, _c(0))
+        if fn.extra:
+            self.has_p = ir.Constant(i1, 1)  # the extra byte always ends the text
+        # enc's pending group is hashed first, so it counts in r
+        hashed_first = pending if fn.mode.hashes_output else None
+        npend = b.select(hashed_first, _c(g), _c(0)) if hashed_first is not None else _c(0)
+        # r: blocks to hash in all, the power of the first one
+        self.r = b.add(b.add(npend, b.sub(e, i)),
+                       b.add(b.zext(self.has_p, i64), b.zext(has_len, i64)))
+        self.cur = Cursor(i, npend, ctr, fn.f.gh.zero_parts(fn.p.w), s)
+        fn.mode.pending_first(self, pending)
+
+    def power(self, q: ir.Value, width: int) -> ir.Value:
+        """H^(r-q) .. H^(r-q-width+1): the powers of the next `width` hashed blocks."""
+        return self.fn.f.power(self.fn.ctx, self.b.sub(self.r, q), width)
+
+    # -- pending group ---------------------------------------------------------------------
+    def hash_stored_group(self, pending: ir.Value) -> None:
+        """enc: GHASH of the G blocks before i, stored by the loop's last iteration."""
+        fn, em, b, w, g = self.fn, self.em, self.b, self.fn.p.w, self.fn.p.g
+        from .stitched import GroupHash
+        c = self.cur
+
+        def hashed():
+            base = em.gep(fn.out, b.shl(b.sub(c.j, _c(g)), _c(4)))
+            gh = GroupHash(fn, lambda k: em.load(base, 16 * w * k, w), self.s,
+                           lambda k: (self.power(_c(k * w), w),))
+            for _ in gh.steps():
+                pass
+            return [gh.sum, zero(w)]
+        c.sums, c.x = em.if_else_values(pending, hashed, lambda: [c.sums, self.s], "pend")
+
+    def last_stitched_group(self, pending: ir.Value) -> None:
+        """dec: the loop's last group, AES interleaved with GHASH at the descending powers."""
+        fn, em, b, w, g, v = self.fn, self.em, self.b, self.fn.p.w, self.fn.p.g, self.fn.p.v
+        from .stitched import GroupHash, interleave
+        c = self.cur
+
+        def stitched():
+            off = b.shl(c.j, _c(4))
+            data = [em.load(fn.inp, b.add(off, _c(16 * w * k)), w) for k in range(v)]
+            rounds = aes.aes_rounds(em, fn.f.prims, ctrs.counter_blocks(em, c.ctr, w, v),
+                                    fn.rk[w])
+            gh = GroupHash(fn, lambda k: data[k], self.s, lambda k: (self.power(_c(k * w), w),))
+            ks, _ = interleave(rounds, gh.steps())
+            for k in range(v):
+                em.store(b.xor(data[k], ks[k]), fn.out, b.add(off, _c(16 * w * k)))
+            return [gh.sum, zero(w), ctrs.add(em, c.ctr, g), b.add(c.j, _c(g)), _c(g)]
+        c.sums, c.x, c.ctr, c.j, c.q = em.if_else_values(
+            pending, stitched, lambda: [c.sums, self.s, c.ctr, c.j, _c(0)], "last")
+
+    # -- whole vectors and blocks ----------------------------------------------------------
+    def vectors(self, c: Cursor, n: int) -> None:
+        """n whole vectors at once: their AES rounds interleave (independent chains in
+        flight), then each is stored and hashed in order."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        mode, gh = fn.mode, fn.f.gh
+        offs = [b.shl(b.add(c.j, _c(k * w)), _c(4)) for k in range(n)]
+        data = [em.load(fn.inp, o, w) for o in offs]
+        outs = data
+        if mode.keystream:
+            ks = fn.keystream(c.ctr, w, n)
+            outs = [b.xor(d, k) for d, k in zip(data, ks, strict=True)]
+            for o, x in zip(offs, outs, strict=True):
+                em.store(x, fn.out, o)
+            c.ctr = ctrs.add(em, c.ctr, n * w)
+        if mode.hashed is not None:
+            for k in range(n):
+                h = em.bswap_lanes(mode.hashed_value(data[k], outs[k]))
+                if k == 0:
+                    h = em.xor(h, c.x)
+                c.sums = gh.accumulate(c.sums, h, self.power(b.add(c.q, _c(k * w)), w))
+            c.x = zero(w)
+        c.j, c.q = b.add(c.j, _c(n * w)), b.add(c.q, _c(n * w))
+
+    def one_vector(self, c: Cursor, width: int, load: Callable[[ir.Value], ir.Value],
+                   store: Callable[[ir.Value, ir.Value], None],
+                   mask: ir.Value | None = None) -> None:
+        """One vector of `width` blocks (a block, or the partial block when ``mask`` covers
+        its bytes): keystream, xor, store, ghash_accumulate."""
+        fn, em, b, mode = self.fn, self.em, self.b, self.fn.mode
+        off = b.shl(c.j, _c(4))
+        d = load(off)
+        out = d
+        if mode.keystream:
+            (ks,) = fn.keystream(c.ctr, width, 1)
+            out = b.xor(d, ks)
+            store(off, out)
+            c.ctr = ctrs.add(em, c.ctr, width)
+        if mode.hashed is not None:
+            src = mode.hashed_value(d, out)
+            if mask is not None:
+                src = b.and_(src, mask)
+            h = em.xor(em.bswap_lanes(src), c.x)
+            c.sums = fn.f.gh.accumulate(c.sums, h, self.power(c.q, width))
+            c.x = zero(width)
+        c.j, c.q = b.add(c.j, _c(width)), b.add(c.q, _c(width))
+
+    def loop_vectors(self, name: str, c: Cursor, n: int) -> Cursor:
+        """While n vectors remain before e: `vectors` (n > 1) or `one_vector`."""
+        em, b, w = self.em, self.b, self.fn.p.w
+        with em.loop(name, lambda v: b.icmp_unsigned("<=", b.add(v.c.j, _c(n * w)), self.e),
+                     c=c) as v:
+            if n > 1:
+                self.vectors(v.c, n)
+            else:
+                self.one_vector(v.c, w, lambda off: em.load(self.fn.inp, off, w),
+                                lambda off, x: em.store(x, self.fn.out, off))
+        return v.c
+
+    def loop_blocks(self, c: Cursor) -> Cursor:
+        em, b = self.em, self.b
+        with em.loop("narrow", lambda v: b.icmp_unsigned("<", v.c.j, self.e), c=c) as v:
+            self.one_vector(v.c, 1, lambda off: em.load(self.fn.inp, off, 1),
+                            lambda off, x: em.store(x, self.fn.out, off))
+        return v.c
+
+    # -- the end of the text -----------------------------------------------------------------
+    def partial_block(self, c: Cursor) -> Cursor:
+        """The last p < 16 bytes (plus the extra byte): loaded and stored without touching a
+        byte past them, hashed zero-padded."""
+        fn, em, b = self.fn, self.em, self.b
+        p = self.p
+
+        def go():
+            off = b.shl(self.e, _c(4))
+            bits = partial.load_partial(em, em.gep(fn.inp, off), p)
+            pn = p
+            if fn.extra:  # the second slice's byte lands right after the first's partial block
+                byte = b.zext(fn.extra_byte, i128)
+                bits = b.or_(bits, b.shl(byte, b.zext(b.shl(p, _c(3)), i128)))
+                pn = b.add(p, _c(1))
+            d = em.from_i128(bits)
+            mask = em.from_i128(partial.byte_mask128(em, pn))
+            here = Cursor(self.e, c.q, c.ctr, c.sums, c.x)
+            self.one_vector(here, 1, lambda off: d,
+                            lambda off, x: partial.store_partial(em, em.gep(fn.out, off), pn,
+                                                                 em.to_i128(x)), mask)
+            return [here.ctr, here.sums, here.x]
+        ctr, sums, x = em.if_else_values(self.has_p, go, lambda: [c.ctr, c.sums, c.x], "part")
+        return Cursor(c.j, c.q, ctr, sums, x)
+
+    def masked_end(self, c: Cursor, u: int) -> tuple[ir.Value, Parts, ir.Value]:
+        """What the u-vector loop will leave (fewer than u vectors, the partial block, the
+        extra byte) as one straight-line piece of m vectors, the last one byte-masked.  Emitted
+        BEFORE the loop: its AES chains then run beside the loop's instead of after them (XOR
+        is order-free; every block carries its own power).  Updates c.x (the state goes to
+        this piece when the loop runs zero times); returns (the counter after the text, the
+        sums, the state for the length block when no block at all precedes it)."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        e, p = self.e, self.p
+        span = b.sub(e, c.j)
+        nloop = b.sub(span, b.urem(span, _c(u * w)))
+        jt = b.add(c.j, nloop)
+        nrem_in = b.add(b.shl(b.sub(e, jt), _c(4)), p)
+        nrem = b.add(nrem_in, _c(1)) if fn.extra else nrem_in
+        vb = 16 * w
+        nvec = b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
+        first_here = b.icmp_unsigned("==", nloop, _c(0))  # the piece holds block 0
+        x_piece = b.select(first_here, c.x, zero(w))
+        # no block at all before the length block: the state goes to it
+        x_len = b.select(b.and_(first_here, b.icmp_unsigned("==", nvec, _c(0))),
+                         em.lane(c.x, 0), zero(1))
+        c.x = b.select(first_here, zero(w), c.x)
+        q_piece = b.add(c.q, nloop)
+        ctr_piece = ctrs.add(em, c.ctr, b.trunc(nloop, i32))
+        sums = c.sums
+
+        def piece(m: int):
+            def go():
+                src = em.gep(fn.inp, b.shl(jt, _c(4)))
+                dst = em.gep(fn.out, b.shl(jt, _c(4)))
+                data = [em.load(src, t * vb, w) for t in range(m - 1)]
+                last_n = b.sub(nrem_in, _c((m - 1) * vb))
+                d, mask = partial.masked_load(em, em.gep(src, (m - 1) * vb), last_n, w)
+                if fn.extra:
+                    d, mask = partial.insert_byte(em, d, mask, last_n, fn.extra_byte, w)
+                data.append(d)
+                outs, ctr = data, ctr_piece
+                if fn.mode.keystream:
+                    ks = fn.keystream(ctr_piece, w, m)
+                    outs = [b.xor(x, k) for x, k in zip(data, ks, strict=True)]
+                    for t in range(m - 1):
+                        em.store(outs[t], dst, t * vb)
+                    partial.masked_store(em, em.gep(dst, (m - 1) * vb), outs[-1], mask, w)
+                    nblk = b.trunc(b.lshr(b.add(nrem, _c(15)), _c(4)), i32)
+                    ctr = ctrs.add(em, ctr_piece, nblk)
+                acc = sums
+                if fn.mode.hashed is not None:
+                    for t in range(m):
+                        hv = fn.mode.hashed_value(data[t], outs[t])
+                        if t == m - 1 and fn.mode.hashes_output:
+                            hv = partial.select_bytes(em, mask, hv, w)  # past the end: zero
+                        h = em.bswap_lanes(hv)
+                        if t == 0:
+                            h = em.xor(h, x_piece)
+                        acc = fn.f.gh.accumulate(acc, h, self.power(b.add(q_piece, _c(t * w)), w))
+                return [ctr, acc]
+            return go
+
+        def pick(m: int):
+            if m == u:
+                return piece(m)
+            return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), piece(m),
+                                             pick(m + 1), f"mtail{m}")
+        ctr_end, sums = em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)),
+                                          lambda: [ctr_piece, sums], pick(1), "mrem")
+        return ctr_end, sums, x_len
+
+    def length_block(self, sums: Parts, x: ir.Value) -> Parts:
+        fn, em = self.fn, self.em
+
+        def go():
+            ln = em.xor(em.load(fn.io, 32), x)
+            return [fn.f.gh.accumulate(sums, ln, fn.f.power(fn.ctx, 1, 1))]
+        (out,) = em.if_else_values(self.has_len, go, lambda: [sums], "len")
+        return out
+
+    # -- all of it ---------------------------------------------------------------------------
+    def run(self) -> tuple[ir.Value, ir.Value]:
+        """Returns (Y, ctr): Y reduced, one block."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        gh = fn.f.gh
+        c = self.cur
+        u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
+        masked = fn.p.backend.masked and w > 1 and u > 1
+        if masked:
+            ctr_end, c.sums, x_len = self.masked_end(c, u)
+        if u > 1:
+            c = self.loop_vectors("wide4", c, u)
+        narrow = gh.zero_parts(1)
+        if masked:
+            wide = c.sums
+            c.ctr = ctr_end
+            x = x_len  # else the state went to the masked piece or to the loop's first vector
+        else:
+            c = self.loop_vectors("wide", c, 1)
+            wide = c.sums
+            one = Cursor(c.j, c.q, c.ctr, narrow, em.lane(c.x, 0) if w > 1 else c.x)
+            one = self.partial_block(self.loop_blocks(one))
+            c.ctr, narrow, x = one.ctr, one.sums, one.x
+        if fn.mode.hashed is None:
+            return zero(1), c.ctr
+        narrow = self.length_block(narrow, x)
+        y = gh.reduce(gh.add(gh.fold_parts(wide) if w > 1 else wide, narrow))
+        # nothing at all to hash (r == 0): the state passes through unchanged
+        y = b.select(b.icmp_unsigned("==", self.r, _c(0)), em.lane(self.s, 0) if w > 1 else self.s,
+                     y)
+        return y, c.ctr

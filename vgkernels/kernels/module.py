@@ -1,0 +1,34 @@
+"""One LLVM module per (backend, variant): every generator in order, as IR text.
+
+Compiling and loading it is `vgkernels.build`'s job; this package only generates."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..backends import Backend
+from ..variant import Variant, symbol_prefix
+from . import bulk, entries, gather, keysetup, stream
+from .common import Params
+
+
+def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None
+             ) -> tuple[str, str]:
+    """(prefix, IR text) of a backend's kernels."""
+    v = (variant or Variant()).resolved(backend)
+    prefix = prefix or symbol_prefix(backend, v)
+    module = ir.Module(name=prefix)
+    params = Params(backend, v, prefix)
+    bulk.build_all(module, params)
+    entries.build_helpers(module, params)
+    keysetup.build_key_init(module, params)
+    entries.build_seal_out(module, params, "seal")
+    entries.build_seal_out(module, params, "seal_out")
+    entries.build_open_out(module, params, "open")
+    entries.build_open_out(module, params, "open_out")
+    gather.build_gather(module, params)
+    entries.build_inner(module, params)
+    stream.build_stream(module, params)
+    if backend.two_slice:
+        entries.build_two_slice(module, params)
+    return prefix, str(module)

@@ -1,0 +1,201 @@
+"""The stitched loop: AES-CTR of one group interleaved with GHASH of another, written once for
+every vector width W (1, 2, 4 blocks per register) and group size G (V = G / W vectors).
+
+The lane-stream scheme.  GHASH is Y_n = (Y_{n-1} + X_n) * H, so after N blocks
+X_0..X_{N-1} the state is the sum of X_t * H^(N-t) (the initial state folded into X_0).  Here
+the state is a W-lane vector of W interleaved streams: lane l takes the blocks l, l+W, l+2W, ..
+One iteration hashes a group of G blocks, its vector k (blocks kW .. kW+W-1) times H^(G-kW)
+*broadcast* to every lane, the state XORed into vector 0, then reduces once.  Block t = kW + l
+so gets H^(G-t+l): lane l runs ahead of the true weight by a fixed H^l, and stays so from group
+to group (the state, lane by lane, is multiplied by H^G with the next group's vector 0).  The
+leftover chunk (`leftover`) repairs it: with r blocks still to hash it multiplies its first
+vector, the state XORed in, by the *descending* powers H^r, H^(r-1), .., H^(r-W+1), lane l by
+H^(r-l).  Lane l's stream, H^l * sum X_t H^(N-t), becomes sum X_t H^(N+r-t): the true weight;
+the leftover's own blocks get theirs (H^(r-q) for its block q) the same way.  Then one
+horizontal fold of the lanes and one reduction.  So the loop-carried chain never waits for a
+fold across lanes, and a group costs one reduction whatever its size (aggregated reduction).
+
+Per iteration the AES rounds of the group at block i run round-robin with the GHASH steps of a
+group already encrypted (enc: the previous group, from the output; dec: this group, from the
+input), and in a skewed loop with the first rounds of the next group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..ir import aes
+from ..ir import ctr as ctrs
+from ..ir.core import dvec, i32, i64, vec
+from ..ir.ghash import Parts
+
+if TYPE_CHECKING:
+    from .bulk import BulkFn
+
+
+def _c(x: int) -> ir.Constant:
+    return ir.Constant(i64, x)
+
+
+class GroupHash:
+    """ghash_accumulate over the V vectors of one group, as steps to interleave with AES rounds:
+    vector k (``data(k)``; the state ``s`` XORed into the first) times ``power(k)``."""
+
+    def __init__(self, fn: BulkFn, data: Callable[[int], ir.Value], s: ir.Value,
+                 power: Callable[[int], tuple]):
+        self.fn, self.data, self.s, self.power = fn, data, s, power
+        self.sum: Parts | None = None
+        self.y: ir.Value | None = None  # the reduced sum, after steps(reduce=True)
+
+    def steps(self, reduce: bool = False) -> Iterator[None]:
+        em, gh = self.fn.em, self.fn.f.gh
+        for k in range(self.fn.p.v):
+            d = em.bswap_lanes(self.data(k))
+            if k == 0:
+                d = em.xor(d, self.s)
+            self.sum = gh.accumulate(self.sum, d, *self.power(k))
+            yield
+        if reduce:
+            self.y = gh.reduce(self.sum)
+            yield
+
+
+def interleave(rounds: Iterator[list[ir.Value]], *others: Iterator) -> tuple[list, list]:
+    """Round-robin: after each AES round one step of each other generator, then the rest of
+    them.  Returns (the last round's states, the last value each other generator yielded)."""
+    last: list = [None] * len(others)
+    ks: list = []
+    for ks in rounds:  # noqa: B007
+        for n, o in enumerate(others):
+            last[n] = next(o, last[n])
+    for n, o in enumerate(others):
+        for last[n] in o:  # noqa: B007
+            pass
+    return ks, last
+
+
+def broadcast_powers(fn: BulkFn) -> Callable[[int], tuple]:
+    """Vector k of a group in the loop: H^(G-kW) in every lane (and its Karatsuba half-sum)."""
+    return lambda k: (fn.bcast_pows[k], fn.bcast_folded[k])
+
+
+def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] | None,
+                   ghash_base: ir.Value | None, started: list[ir.Value] | None = None,
+                   next_blocks: list[ir.Value] | None = None
+                   ) -> tuple[ir.Value, list[ir.Value] | None]:
+    """One iteration: AES-CTR of the group at block i (counter blocks ``blocks``), interleaved
+    with GHASH of the group at ghash_base and, in a skewed loop, with the first rounds of the
+    next group (``next_blocks``).  ``started`` is this group's state when an earlier iteration
+    began it.  Stores the group's output; returns (new GHASH state or s, the next group's
+    started state)."""
+    em, b, w, v = fn.em, fn.b, fn.p.w, fn.p.v
+    prims, rk, skew = fn.f.prims, fn.rk[w], fn.skew
+    off = b.shl(i, _c(4))
+
+    def load_input() -> list[ir.Value]:
+        return [em.load(fn.inp, b.add(off, _c(16 * w * j)), w) for j in range(v)]
+    # GHASH of the input first: in-place output overwrites it
+    pre = load_input() if fn.mode.hashes_input else []
+    if started is None:
+        cur = aes.aes_rounds(em, prims, blocks, rk)
+    else:
+        cur = aes.aes_rounds_from(em, prims, started, rk, skew)
+    nxt = aes.aes_begin(em, prims, next_blocks, rk, skew) if next_blocks is not None else iter(())
+    gh = None
+    steps: Iterator = iter(())
+    if ghash_base is not None:
+        gh = GroupHash(fn, lambda k: em.load(ghash_base, 16 * w * k, w), s, broadcast_powers(fn))
+        steps = gh.steps(reduce=True)
+    ks, (_, begun) = interleave(cur, steps, nxt)
+    data = pre or load_input()
+    for j in range(v):
+        em.store(b.xor(data[j], ks[j]), fn.out, b.add(off, _c(16 * w * j)))
+    return (gh.y if gh is not None else s), begun
+
+
+def advance(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value]) -> list[ir.Value]:
+    """counter_blocks for the group after the one at block i whose first counter is c: one add
+    per vector on the big-endian blocks, without the byte swaps, while the counters' low byte
+    cannot carry.  The test reads the public copy of the counter (pub_ctr + i), never c: with
+    no public copy (pub_ctr < 0) every group takes the general path, so the branch depends on
+    public data only."""
+    em, b, w, v, g = fn.em, fn.b, fn.p.w, fn.p.v, fn.p.g
+    # The next group's counters are c+G .. c+2G-1: adding G to the last byte (the top byte of
+    # dword 3 of a big-endian block) cannot carry when low(c) + 2G - 1 <= 255.
+    assert 2 * g <= 256, f"group {g}: the byte-add fast path needs 2G <= 256"
+    low = b.and_(b.add(fn.pub_ctr, i), _c(0xFF))
+    fast = b.and_(b.icmp_signed(">=", fn.pub_ctr, _c(0)),
+                  b.icmp_unsigned("<=", low, _c(256 - 2 * g)))
+    inc = ir.Constant(dvec(w), [ir.Constant(i32, (g << 24) if k % 4 == 3 else 0)
+                                for k in range(4 * w)])
+    return em.if_else_values(
+        fast,
+        lambda: [b.bitcast(b.add(b.bitcast(x, dvec(w)), inc), vec(w)) for x in blocks],
+        lambda: ctrs.counter_blocks(em, ctrs.add(em, c, g), w, v), "ctrbe")
+
+
+def hash_group(fn: BulkFn, i: ir.Value, s: ir.Value) -> ir.Value:
+    """GHASH of the group at block i of the input (no AES): the hash mode's loop body."""
+    w = fn.p.w
+    base = fn.em.gep(fn.inp, fn.b.shl(i, _c(4)))
+    gh = GroupHash(fn, lambda k: fn.em.load(base, 16 * w * k, w), s, broadcast_powers(fn))
+    for _ in gh.steps(reduce=True):
+        pass
+    return gh.y
+
+
+# -- the loops, one per mode's shape ----------------------------------------------------------
+def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.Value]:
+    """A prologue encrypts group 0 (nothing to hash yet); then each iteration encrypts the
+    group at i and hashes the group before it, from the output.  Leaves that last group
+    pending.  Skewed: each iteration also begins the next group's rounds."""
+    em, b, g = fn.em, fn.b, fn.p.g
+    zero_i = _c(0)
+    blocks0 = ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v)
+    skewed = fn.skew > 0
+    nxt1 = advance(fn, ctr, zero_i, blocks0)
+    s1, st1 = stitched_group(fn, zero_i, s0, blocks0, None, None, nxt1 if skewed else None)
+    c1 = ctrs.add(em, ctr, g)
+    with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
+                 i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
+        # blocks: counter blocks of the group at i (skewed: already begun, in started)
+        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
+        nblk = advance(fn, v.ctr, v.i, v.blocks)
+        if skewed:
+            s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
+        else:
+            s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
+        v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
+        v.blocks, v.started = nblk, st2 or []
+    return [v.i, v.s, v.ctr]
+
+
+def counting_region(fn: BulkFn, name: str, end: ir.Value, s0: ir.Value, ctr: ir.Value,
+                    hash_input: bool) -> list[ir.Value]:
+    """dec (hash_input: GHASH of the group it decrypts, from the input) and ctr (no GHASH):
+    each iteration encrypts the group at i and computes the next group's counter blocks."""
+    em, b, g = fn.em, fn.b, fn.p.g
+    blocks0 = ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v)
+    span = (1 + fn.mode.reserve) * g
+    with em.loop(name, lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(span)), end),
+                 i=_c(0), s=s0, ctr=ctr, blocks=blocks0) as v:
+        base = em.gep(fn.inp, b.shl(v.i, _c(4))) if hash_input else None
+        v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base)
+        i, c = v.i, v.ctr
+        v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
+        v.blocks = advance(fn, c, i, v.blocks)
+    return [v.i, v.s, v.ctr]
+
+
+def hash_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.Value]:
+    """GHASH only, a group per iteration; the last group is left to the leftover."""
+    em, b, g = fn.em, fn.b, fn.p.g
+    with em.loop("ghash", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(2 * g)), end),
+                 i=_c(0), s=s0, ctr=ctr) as v:
+        i = v.i
+        v.i = b.add(i, _c(g))
+        v.s = hash_group(fn, i, v.s)
+    return [v.i, v.s, v.ctr]
