@@ -46,7 +46,7 @@ from llvmlite import ir
 
 from .. import jit
 from . import elfsyms
-from .peers import MOVBE_BIT, PeerUnavailable
+from .peers import MOVBE_BIT, OPENSSL_BITS, PeerUnavailable
 
 AWSLC = "aws-lc"  # the built-in peer's name: aws-lc inside the awscrt wheel
 ENV_PEERS = "VG_AEAD_PEERS"  # NAME=PATH[,NAME=PATH...]: peers by path, as --peer gives them
@@ -71,7 +71,7 @@ VAES_W1, VPCLMUL_W1 = 1 << 41, 1 << 42
 def awscrt_module() -> str:
     """Path of the awscrt wheel's ``_awscrt.abi3.so`` (imported, so it is mapped)."""
     try:
-        import _awscrt
+        import _awscrt  # lazy: an optional peer (the `peers` extra), probed when asked for
     except Exception as e:  # noqa: BLE001 - any import problem means "not available"
         raise PeerUnavailable(f"aws-lc peer skipped: cannot import awscrt's _awscrt ({e}; "
                               "pip install 'vgkernels[peers]')") from None
@@ -249,8 +249,6 @@ class AeadPeer:
         caps = self._caps()
         env = os.environ.get("OPENSSL_ia32cap")
         if env and caps is not None:
-            from .peers import OPENSSL_BITS
-
             cleared = _cleared_bits(env)
             on = [f for f, (w, bit) in OPENSSL_BITS.items() if cleared[w] >> bit & 1 and
                   caps[w] >> bit & 1]

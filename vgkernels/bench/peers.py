@@ -304,7 +304,7 @@ def cryptography_module() -> str:
     """Path of ``cryptography/hazmat/bindings/_rust.abi3.so``, imported (so it is mapped and
     its OpenSSL initialised, OPENSSL_ia32cap read)."""
     try:
-        from cryptography.hazmat.bindings import _rust
+        from cryptography.hazmat.bindings import _rust  # lazy: probed, see the except
     except Exception as e:  # noqa: BLE001 - any import problem means "not available"
         raise PeerUnavailable(f"bundled OpenSSL peer skipped: cannot import cryptography's "
                               f"_rust module ({e})") from None
@@ -366,7 +366,7 @@ def bundled_openssl() -> BundledOpenSSL:
 def cryptography_version() -> str | None:
     """The OpenSSL the ``cryptography`` package runs on (its wheels bundle their own)."""
     try:
-        from cryptography.hazmat.backends.openssl import backend
+        from cryptography.hazmat.backends.openssl import backend  # lazy: probed, see the except
     except Exception:  # noqa: BLE001 - any import problem means "not available"
         return None
     return backend.openssl_version_text()
@@ -375,6 +375,7 @@ def cryptography_version() -> str | None:
 def cryptography_encrypt(key: bytes, nonce: bytes, aad: bytes, data: bytes
                          ) -> Callable[[], bytes]:
     """A zero-argument AESGCM.encrypt call (the Python-level peer: includes the call)."""
+    # lazy: cryptography's _rust loads only where a peer uses it (cryptography_module probes it)
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     aead = AESGCM(key)

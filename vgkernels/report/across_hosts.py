@@ -12,9 +12,10 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
+import seaborn as sns
 
 from ..bench.store import DataSchemaError, load_folder
-from .session import project_root
+from .session import empty_figure, project_root
 
 IDENTITY = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number", "llvm_cpu",
             "hypervisor"]
@@ -127,10 +128,6 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame):
-    import seaborn as sns
-
-    from .session import empty_figure
-
     if df.empty:
         return empty_figure("no seal rows from any machine")
     g = sns.relplot(data=df, x="bytes", y="gbps", hue="machine", col="backend", col_wrap=3,

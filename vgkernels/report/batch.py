@@ -22,12 +22,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import mistune
 import pandas as pd
+from jupyter_client.manager import AsyncKernelManager
+from tqdm.auto import tqdm
 
+from .. import __version__, machine
+from ..backends import BACKENDS, BY_NAME
+from ..bench.aead import ENV_PEERS, parse_peers
+from ..bench.meta import clocks
 from . import notebooks as nbs
+from .pages import make_offline, render
+from .peerset import banners
 from .session import (
     PROFILES,
     PROGRESS_ENV,
+    choose_backends,
     default_out_dir,
     get_profile,
     jsonable,
@@ -71,8 +81,6 @@ def kernel() -> Iterator[str]:
 def kernel_manager_class() -> type:
     """The kernel manager papermill uses: the kernel talks over Unix sockets in Jupyter's
     private runtime directory (IPC) rather than unencrypted TCP on localhost."""
-    from jupyter_client.manager import AsyncKernelManager
-
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, *args: Any, **kwargs: Any):
             kwargs.setdefault("transport", "ipc")
@@ -115,7 +123,7 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
             html_out: bool = True, timeout: float | None = None) -> NotebookRun:
     """Run one notebook with papermill into ``out`` (executed .ipynb and, with ``html_out``,
     its HTML); a failure is caught and reported in the result, never raised."""
-    import papermill as pm
+    import papermill as pm  # lazy: +0.19 s on `vgkernels report -h`, `--list`, `--reindex`
 
     name = src.stem
     out.mkdir(parents=True, exist_ok=True)
@@ -145,8 +153,6 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
 
 def render_html(ipynb: Path) -> Path:
     """An executed notebook as standalone HTML next to it (offline: no CDN scripts)."""
-    from .pages import render
-
     return render(ipynb)
 
 
@@ -158,8 +164,6 @@ class _Progress:
         self.path = path
         self.bar = None
         if enabled:
-            from tqdm.auto import tqdm
-
             self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True,
                             bar_format="{desc}  [{n_fmt}/{total_fmt} notebooks, {elapsed}]")
         self.name = ""
@@ -228,8 +232,6 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     peers = _per_backend(notes, "06_peers_roofline")
     cb = _per_backend(notes, "04_copy_below")
     blocks = _per_backend(notes, "02_block_counts")
-    from ..backends import BACKENDS
-
     order = [b.name for b in BACKENDS]
     names = sorted(set(peers) | set(cb) | set(blocks),
                    key=lambda n: order.index(n) if n in order else len(order))
@@ -315,8 +317,6 @@ figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
 
 def _md(text: str) -> str:
     try:
-        import mistune
-
         out = mistune.html(text)
         return out.strip().removeprefix("<p>").removesuffix("</p>")
     except Exception:  # noqa: BLE001 - plain text is good enough
@@ -356,8 +356,6 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
                      + "</p>")
-    from .peerset import banners
-
     for text in banners(notes, str(meta.get("profile"))):
         parts.append(f"<p class='banner'>{esc(text)}</p>")
     # headline
@@ -495,8 +493,6 @@ def reindex(out: Path) -> Path:
     """Rewrite a report directory's index.html from its index.json and notes (no notebook
     runs), and make its HTML pages work offline: re-rendered from the executed notebook when
     it is there, else with their remote scripts removed."""
-    from .pages import make_offline, render
-
     idx = json.loads((out / "index.json").read_text())
     fields = set(NotebookRun.__dataclass_fields__)
     runs = [NotebookRun(**{k: v for k, v in r.items() if k in fields})
@@ -522,10 +518,6 @@ def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
-    from .. import __version__, machine
-    from ..bench.meta import clocks
-    from .session import choose_backends
-
     ident = {**machine.identity(), **clocks()}
     return {**ident, "machine": machine.caption(ident),
             "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -566,8 +558,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
     get_profile(args.profile)
     if args.peer:  # the notebooks' sweeps read it (vgkernels.bench.sweep.default_aead_peers)
-        from ..bench.aead import ENV_PEERS, parse_peers
-
         try:
             given = parse_peers(args.peer)
         except ValueError as e:
@@ -575,8 +565,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
     backends = parse_backends(",".join(args.backends)) if args.backends else None
-    from ..backends import BY_NAME
-
     unknown = [b for b in backends or [] if b not in BY_NAME]
     if unknown:
         print(f"vgkernels report: unknown backend(s) {', '.join(unknown)}; known: "

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
+from IPython import get_ipython
 
 NA = "—"
 
@@ -141,10 +142,6 @@ def frame_html(df: pd.DataFrame, ns: Iterable[str] = ()) -> str:
 def install() -> bool:
     """Make :func:`frame_html` the HTML form of every DataFrame an IPython kernel displays
     (and Styler-free: the text form stays pandas' own).  False outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency of ipykernel
-        return False
     ip = get_ipython()
     if ip is None:
         return False

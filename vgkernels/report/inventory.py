@@ -10,8 +10,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
+from .. import jit
+from ..backends import BACKENDS, Variant, availability, choose, get
+from ..cpu import FEATURES, host_features, usable_features
+from ..kernels.build import generate
+from ..selfcheck import check_backend
 from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
 
 # -- CPU and backends ------------------------------------------------------------------------
@@ -20,17 +27,13 @@ from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, pl
 def cpu_table() -> pd.DataFrame:
     """One row per feature vgkernels knows: does the host have it, is it usable (after
     ``VG_CPU_FEATURES``)."""
-    from .. import cpu
-
-    host, use = cpu.host_features(), cpu.usable_features()
+    host, use = host_features(), usable_features()
     return pd.DataFrame([{"feature": f, "llvm name": ll, "host": f in host, "usable": f in use}
-                         for f, ll in cpu.FEATURES.items()])
+                         for f, ll in FEATURES.items()])
 
 
 def backend_table() -> pd.DataFrame:
     """The backend table with each row's availability here."""
-    from ..backends import BACKENDS, availability
-
     avail = availability()
     return pd.DataFrame([{
         "backend": b.name, "usable": avail[b.name] is None, "reason": avail[b.name] or "",
@@ -45,8 +48,6 @@ def backend_table() -> pd.DataFrame:
 def variants(backend: str, profile: str | Profile) -> list[Any]:
     """The variants the inventory builds: tail=full (the default) and tail=split; the full
     profile also every group size the generator accepts."""
-    from ..backends import Variant, get
-
     be = get(backend)
     prof = get_profile(profile)
     out = [Variant(tail="full"), Variant(tail="split")]
@@ -197,10 +198,6 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str, Any]:
     """Generate the IR, compile it without the cache (cold), then load it from the disk cache
     (warm: the fastest of ``warm_repeats``).  In this process: LLVM is already initialised."""
-    from .. import jit
-    from ..backends import get
-    from ..kernels.build import generate
-
     be = get(backend)
     cpu_name = getattr(be, "llvm_cpu", None)  # as kernels.build compiles it
     t0 = time.perf_counter()
@@ -232,9 +229,6 @@ def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFra
 def selfcheck_table(backends: Sequence[str], cases: int) -> pd.DataFrame:
     """vgkernels.selfcheck per backend: random cases against the reference model and
     cryptography (plus Wycheproof vectors when the test extra is installed)."""
-    from ..backends import availability, get
-    from ..selfcheck import check_backend
-
     avail = availability()
     rows = []
     for name in backends:
@@ -256,9 +250,6 @@ def plot_compile_times(times: pd.DataFrame):
     """IR generation and cold compile (seconds) beside the warm load from the disk cache
     (milliseconds: on the seconds axis its bar would be invisible), legends outside the
     bars."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     if times.empty:
         return empty_figure("no kernel set was compiled", "Compile times")
     rows = max(2, times["backend"].nunique())
@@ -289,8 +280,6 @@ def plot_compile_times(times: pd.DataFrame):
 
 def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
     """What to use on this host: the best usable backend, unless its self-check failed."""
-    from ..backends import choose
-
     best = choose().name
     bad = set(check.loc[check["ok"].notna() & ~check["ok"].fillna(True).astype(bool),
                         "backend"]) if len(check) else set()
@@ -307,8 +296,6 @@ def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
 def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
                 times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
     """Computed statements about the host, backends, code size, compile times and the self-check."""
-    from ..backends import choose
-
     usable = backends[backends["usable"]]
     lines = [f"The host is **{cpu.model}** (LLVM target `{cpu.llvm_cpu}`) with "
              f"{len(cpu.flags)} of the features vgkernels knows: {', '.join(cpu.flags) or 'none'}"

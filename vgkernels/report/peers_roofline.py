@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from .peerset import best_peers, peer_names, seal_times
 from .session import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
@@ -157,8 +159,6 @@ def plot_throughput(df: pd.DataFrame):
     """GB/s against bytes (log x) per backend: vgkernels against its masked OpenSSL (the
     system's, and the one cryptography bundles, called natively) and cryptography (whose time
     includes the Python call)."""
-    import seaborn as sns
-
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
@@ -184,9 +184,6 @@ def plot_throughput(df: pd.DataFrame):
 def plot_all(df: pd.DataFrame):
     """Every backend's seal in one plot (solid), with its masked OpenSSL (dashed, same
     colour)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
@@ -211,8 +208,6 @@ def plot_all(df: pd.DataFrame):
 
 def plot_roofline(rt: pd.DataFrame):
     """Each backend's seal and encrypt_blocks as a share of its CTR-only rate."""
-    import matplotlib.pyplot as plt
-
     if rt.empty:
         return empty_figure("no roofline measured", "Roofline")
     n = int(rt["n"].max())

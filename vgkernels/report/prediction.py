@@ -7,13 +7,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+import seaborn as sns
 
+from ..predict import mca
+from ..predict.targets import CPUS
+from ..predict.validate import worst
 from .session import Profile
 
 
 def cpus(profile: Profile, requested: Sequence[str] | None = None) -> list[str]:
-    from ..predict.targets import CPUS
-
     if requested:
         return list(requested)
     return ["znver3", "znver4"] if profile.tiny else list(CPUS)
@@ -69,8 +71,6 @@ def best_per_cpu(win: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame):
-    import seaborn as sns
-
     d = df[df["region"] == "stitch"]
     g = sns.catplot(d, kind="bar", x="backend", y="cycles_per_byte", hue="variant",
                     col="cpu", col_wrap=min(3, d["cpu"].nunique()), height=3.4, aspect=1.3,
@@ -82,8 +82,6 @@ def plot(df: pd.DataFrame):
 
 
 def plot_host(v: pd.DataFrame):
-    import seaborn as sns
-
     g = sns.relplot(v, x="predicted_cycles_per_byte", y="measured_cycles_per_byte",
                     hue="backend", style="region", s=70, height=4.5, aspect=1.2)
     hi = float(max(v["predicted_cycles_per_byte"].max(), v["measured_cycles_per_byte"].max()))
@@ -103,8 +101,6 @@ def region_ratios(v: pd.DataFrame) -> pd.DataFrame:
 def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
     """Per CPU model: the resources llvm-mca gives vaesenc and vpclmulqdq at each width,
     and the ones both use (the question: does the model know they compete?)."""
-    from ..predict import mca
-
     regs = {"xmm": "%xmm", "ymm": "%ymm", "zmm": "%zmm"}
     rows = []
     for cpu in cpus_:
@@ -130,8 +126,6 @@ def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
 
 
 def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
-    from ..predict.validate import worst
-
     out: dict[str, Any] = {"best_per_cpu": {r["cpu"]: f"{r['backend']} {r['best variant']}"
                                             for _, r in best_per_cpu(win).iterrows()}}
     st = v[v["region"] == "stitch"] if not v.empty else v
@@ -144,8 +138,6 @@ def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
 
 def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
                 host_cpu: str) -> list[str]:
-    from ..predict.validate import worst
-
     out = []
     best = best_per_cpu(win)
     here = best[best["cpu"] == host_cpu] if not best.empty else best
