@@ -17,7 +17,7 @@ Both libraries keep BoringSSL's EVP_AEAD interface (include/openssl/aead.h):
 
 Where the functions come from: a library built as a shared object exports them (``dlsym``);
 the awscrt wheel's ``_awscrt.abi3.so`` exports none but keeps its ``.symtab``, so their
-addresses are read from it (vgkernels.bench.elfsyms), as for the OpenSSL inside
+addresses are read from it (vgkernels.elf), as for the OpenSSL inside
 ``cryptography``.  ``AeadPeer`` tries the export first, then the symbol table.
 
 CPU features: aws-lc and BoringSSL read ``OPENSSL_ia32cap`` in ``OPENSSL_cpuid_setup`` (aws-lc:
@@ -44,8 +44,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import jit
-from . import elfsyms
+from .. import elf, jit
 from .peers import MOVBE_BIT, OPENSSL_BITS, PeerUnavailable
 
 AWSLC = "aws-lc"  # the built-in peer's name: aws-lc inside the awscrt wheel
@@ -224,8 +223,8 @@ class AeadPeer:
         binding = "dynamic symbols"
         if any(n not in addrs for n in _AEAD) or "OPENSSL_ia32cap_P" not in addrs:
             try:
-                local = elfsyms.runtime_addresses(self.path, [n for n in names if n not in addrs])
-            except (OSError, elfsyms.ElfError) as e:
+                local = elf.runtime_addresses(self.path, [n for n in names if n not in addrs])
+            except (OSError, elf.ElfError) as e:
                 local = {}
                 why = str(e)
             else:

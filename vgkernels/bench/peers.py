@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import jit
+from .. import elf, jit
 from ..backends import Backend
 
 ENV_LIBCRYPTO = "VG_LIBCRYPTO"  # path (or name) of the libcrypto to load; overrides the finder
@@ -319,18 +319,16 @@ class BundledOpenSSL(_EVPPeer):
     """The OpenSSL statically linked into cryptography's ``_rust.abi3.so``, called natively.
 
     Its EVP functions are not exported; their addresses come from the file's ``.symtab``
-    (vgkernels.bench.elfsyms) plus its load base.  The seal harness calls them under the IR
+    (vgkernels.elf) plus its load base.  The seal harness calls them under the IR
     names ``vgb_o4_EVP_*``, bound to those addresses with ``llvm.add_symbol``."""
 
     what = "bundled OpenSSL peer"
 
     def __init__(self, module: str | None = None):
-        from . import elfsyms
-
         self.path = module or cryptography_module()
         try:
-            addrs = elfsyms.runtime_addresses(self.path, _EVP)
-        except (OSError, elfsyms.ElfError) as e:
+            addrs = elf.runtime_addresses(self.path, _EVP)
+        except (OSError, elf.ElfError) as e:
             raise PeerUnavailable(f"bundled OpenSSL peer skipped: {e}") from None
         missing = [n for n in _EVP if n not in addrs]
         if missing:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import statistics
-import struct
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import jit
+from .. import elf, jit
 from ..backends import BACKENDS, Variant, availability, choose, get
 from ..cpu import FEATURES, host_features, usable_features
 from ..kernels.build import generate
@@ -58,48 +57,6 @@ def variants(backend: str, profile: str | Profile) -> list[Any]:
 
 
 # -- sizes of what was built -------------------------------------------------------------------
-
-
-def elf_symbols(obj: bytes) -> dict[str, dict[str, int]]:
-    """Defined symbols of an ELF64 little-endian object: name -> {size, type, section}."""
-    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
-        raise ValueError("not an ELF64 little-endian object")
-    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
-    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    out: dict[str, dict[str, int]] = {}
-    for sh in sections:
-        if sh[1] != 2:  # SHT_SYMTAB
-            continue
-        off, size, link, entsize = sh[4], sh[5], sh[6], sh[9] or 24
-        stroff = sections[link][4]
-        for j in range(size // entsize):
-            name_off, info, _other, shndx, _value, sym_size = struct.unpack_from(
-                "<IBBHQQ", obj, off + j * entsize)
-            if not name_off or shndx == 0:
-                continue
-            end = obj.index(b"\0", stroff + name_off)
-            name = obj[stroff + name_off:end].decode()
-            out[name] = {"size": sym_size, "type": info & 0xF, "section": shndx}
-    return out
-
-
-def elf_sections(obj: bytes) -> dict[str, int]:
-    """Section name -> size of an ELF64 little-endian object (allocated sections only)."""
-    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    stroff = sections[shstrndx][4]
-    out: dict[str, int] = {}
-    for sh in sections:
-        if not sh[2] & 0x2:  # SHF_ALLOC
-            continue
-        end = obj.index(b"\0", stroff + sh[0])
-        name = obj[stroff + sh[0]:end].decode()
-        out[name] = out.get(name, 0) + sh[5]
-    return out
 
 
 _DEFINE = re.compile(r'^define\b.*?@"?([\w.$]+)"?\s*\(')
@@ -152,16 +109,16 @@ def asm_function_lines(asm: str) -> dict[str, int]:
 def function_sizes(k: Any, asm: str | None = None) -> pd.DataFrame:
     """Per function of a compiled kernel set: IR lines (generated), assembly instructions and
     machine-code bytes (ELF symbol size)."""
-    syms = elf_symbols(k.library.obj)
+    syms = {s.name: s for s in elf.symbols(k.library.obj)}
     ir_lines = ir_function_lines(k.ir())
     asm_lines = asm_function_lines(k.asm() if asm is None else asm)
-    names = sorted({n for n, s in syms.items() if s["type"] == 2} | set(asm_lines))
+    names = sorted({n for n, s in syms.items() if s.type == elf.STT_FUNC} | set(asm_lines))
     rows = []
     for n in names:
         short = n[len(k.prefix) + 1:] if n.startswith(k.prefix + "_") else n
         rows.append({"function": short, "symbol": n, "exported": n.startswith(k.prefix + "_"),
                      "ir_lines": ir_lines.get(n), "asm_lines": asm_lines.get(n),
-                     "obj_bytes": syms.get(n, {}).get("size")})
+                     "obj_bytes": syms[n].size if n in syms else None})
     df = pd.DataFrame(rows)
     for c in ("ir_lines", "asm_lines", "obj_bytes"):
         df[c] = df[c].astype("Int64")
@@ -175,7 +132,7 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
         asm = k.asm()
         fn = function_sizes(k, asm).assign(backend=k.backend.name, variant=k.variant.tag())
         per_fn.append(fn)
-        secs = elf_sections(k.library.obj)
+        secs = elf.section_sizes(k.library.obj)
         per_set.append({
             "backend": k.backend.name, "variant": k.variant.tag(), "tail": k.variant.tail,
             "group": k.variant.group, "prefix": k.prefix,
