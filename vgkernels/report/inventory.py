@@ -250,9 +250,8 @@ def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
                            if checked else "."))
 
 
-def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
-                times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
-    """Computed statements about the host, backends, code size, compile times and the self-check."""
+def _host_lines(cpu: Any, backends: pd.DataFrame) -> list[str]:
+    """The host's features, and which backends it can use (why not the others)."""
     usable = backends[backends["usable"]]
     lines = [f"The host is **{cpu.model}** (LLVM target `{cpu.llvm_cpu}`) with "
              f"{len(cpu.flags)} of the features vgkernels knows: {', '.join(cpu.flags) or 'none'}"
@@ -263,23 +262,51 @@ def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.Da
                  f"`{choose().name}`.")
     for r in backends[~backends["usable"]].itertuples():
         lines.append(f"`{r.backend}` is not usable: {r.reason}.")
+    return lines
+
+
+def _size_lines(sets: pd.DataFrame) -> list[str]:
+    """Object sizes of the kernel sets, and what tail=split adds over tail=full."""
+    big = sets.loc[sets["obj_bytes"].idxmax()]
+    small = sets.loc[sets["obj_bytes"].idxmin()]
+    lines = [f"{plural(len(sets), 'kernel set')} built; objects from "
+             f"{small.obj_bytes / 1024:.1f} KiB (`{small.backend}`, {small.variant}) to "
+             f"{big.obj_bytes / 1024:.1f} KiB (`{big.backend}`, {big.variant}), "
+             f"{fmt_range(sets['asm_lines'].min(), sets['asm_lines'].max(), ',.0f')} "
+             "instructions."]
+    wide = sets.pivot_table(index=["backend", "group"], columns="tail", values="obj_bytes",
+                            observed=True)
+    if {"full", "split"} <= set(wide.columns):
+        growth = (wide["split"] / wide["full"] - 1).dropna()
+        if len(growth):
+            lines.append("`tail=split` objects are "
+                         f"{fmt_range(100 * growth.min(), 100 * growth.max(), '+.0f', '%')}"
+                         " larger than `tail=full` ones (the separate ctr32 + ghash "
+                         "tail).")
+    return lines
+
+
+def _selfcheck_line(check: pd.DataFrame) -> str:
+    """The self-check's verdict over the backends it ran on."""
+    ran = check[check["ok"].notna()]
+    bad = ran[~ran["ok"].astype(bool)]
+    if len(ran) and not len(bad):
+        return (f"Self-check: {'all ' if len(ran) > 1 else ''}"
+                f"{plural(len(ran), 'checked backend')} ({fmt_list(ran['backend'])}) "
+                f"{'agrees' if len(ran) == 1 else 'agree'} with the reference model "
+                f"and cryptography on {int(ran['cases'].min())} random cases"
+                f"{' each' if len(ran) > 1 else ''}.")
+    if len(bad):
+        return f"Self-check **FAILED** on {fmt_list(bad['backend'])}: " + "; ".join(bad["detail"])
+    return "Self-check: no backend could be checked here."
+
+
+def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
+                times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    """Computed statements about the host, backends, code size, compile times and the self-check."""
+    lines = _host_lines(cpu, backends)
     if len(sets):
-        big = sets.loc[sets["obj_bytes"].idxmax()]
-        small = sets.loc[sets["obj_bytes"].idxmin()]
-        lines.append(f"{plural(len(sets), 'kernel set')} built; objects from "
-                     f"{small.obj_bytes / 1024:.1f} KiB (`{small.backend}`, {small.variant}) to "
-                     f"{big.obj_bytes / 1024:.1f} KiB (`{big.backend}`, {big.variant}), "
-                     f"{fmt_range(sets['asm_lines'].min(), sets['asm_lines'].max(), ',.0f')} "
-                     "instructions.")
-        wide = sets.pivot_table(index=["backend", "group"], columns="tail", values="obj_bytes",
-                                observed=True)
-        if {"full", "split"} <= set(wide.columns):
-            growth = (wide["split"] / wide["full"] - 1).dropna()
-            if len(growth):
-                lines.append("`tail=split` objects are "
-                             f"{fmt_range(100 * growth.min(), 100 * growth.max(), '+.0f', '%')}"
-                             " larger than `tail=full` ones (the separate ctr32 + ghash "
-                             "tail).")
+        lines += _size_lines(sets)
     if len(fns):
         ex = fns[fns["exported"]].dropna(subset=["obj_bytes"])
         if len(ex):
@@ -296,17 +323,5 @@ def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.Da
                      f" to generate the IR; loading from the disk cache takes "
                      f"{fmt_range(warm.min(), warm.max(), '.0f', ' ms')}.")
     if len(check):
-        ran = check[check["ok"].notna()]
-        bad = ran[~ran["ok"].astype(bool)]
-        if len(ran) and not len(bad):
-            lines.append(f"Self-check: {'all ' if len(ran) > 1 else ''}"
-                         f"{plural(len(ran), 'checked backend')} ({fmt_list(ran['backend'])}) "
-                         f"{'agrees' if len(ran) == 1 else 'agree'} with the reference model "
-                         f"and cryptography on {int(ran['cases'].min())} random cases"
-                         f"{' each' if len(ran) > 1 else ''}.")
-        elif len(bad):
-            lines.append(f"Self-check **FAILED** on {fmt_list(bad['backend'])}: "
-                         + "; ".join(bad["detail"]))
-        else:
-            lines.append("Self-check: no backend could be checked here.")
+        lines.append(_selfcheck_line(check))
     return lines
