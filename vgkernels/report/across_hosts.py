@@ -128,6 +128,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame):
+    """Seal GB/s against bytes, one line per machine, one panel per backend."""
     if df.empty:
         return empty_figure("no seal rows from any machine")
     g = sns.relplot(data=df, x="bytes", y="gbps", hue="machine", col="backend", col_wrap=3,
@@ -140,6 +141,7 @@ def plot(df: pd.DataFrame):
 
 
 def conclusions(df: pd.DataFrame) -> list[str]:
+    """The machines compared and, per backend, how far apart they are at the largest size."""
     if df.empty:
         return ["No machine's data: run `vgkernels report` (notebook 06 measures the seal) and "
                 "keep it with `-p keep_host_data=true`."]

@@ -70,6 +70,7 @@ def findings_table(r: check.Report) -> pd.DataFrame:
 
 
 def timing_table(results: Sequence[timing.Result]) -> pd.DataFrame:
+    """One row per timing test (vgkernels.ct.timing.Result): Welch's t and the verdict."""
     cols = ["impl", "backend", "op", "class0", "class1", "samples", "batch", "median0",
             "median1", "t", "crop", "t_raw", "abs_t", "leak", "seconds"]
     return pd.DataFrame([r.row() for r in results], columns=cols)
