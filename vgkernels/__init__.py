@@ -1,4 +1,18 @@
-"""vgkernels: AES-GCM kernels generated as LLVM IR per x86-64 backend, compiled with llvmlite."""
+"""vgkernels: AES-GCM kernels generated as LLVM IR per x86-64 backend, compiled with llvmlite.
+
+``vgkernels.AesGcm`` is the AEAD (:mod:`vgkernels.api`); the rest, from the floor up (a module
+imports only from its own floor or lower ones; README's Layout table has the detail):
+
+- ``spec`` (the reference model), ``elf`` (the one ELF64 reader), ``cpu``, ``backends`` (the
+  backend table and ``Variant``), ``machine``, ``abi`` (the C interface), ``jit``;
+- ``ir`` (IR building blocks) and ``kernels`` (the generators), ``aot`` and ``listing``;
+- ``api``, ``binding``, ``buffers``, ``dispatch`` (copy_below tables), ``selfcheck``;
+- ``bench`` (the native timing driver), ``analysis``, ``ct`` (constant-time checks),
+  ``predict`` (llvm-mca);
+- ``report`` (one module per notebook, named like it, and the batch) and ``cli``.
+
+Importing the package loads none of them: the names below resolve on first use.
+"""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
-from IPython import get_ipython
 
 NA = "—"
 
@@ -142,6 +141,9 @@ def frame_html(df: pd.DataFrame, ns: Iterable[str] = ()) -> str:
 def install() -> bool:
     """Make :func:`frame_html` the HTML form of every DataFrame an IPython kernel displays
     (and Styler-free: the text form stays pandas' own).  False outside IPython."""
+    # lazy: IPython adds 0.07 s to every `vgkernels report` command; only a kernel shows things
+    from IPython import get_ipython
+
     ip = get_ipython()
     if ip is None:
         return False

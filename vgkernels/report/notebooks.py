@@ -14,8 +14,6 @@ import os
 import shutil
 from pathlib import Path
 
-import nbformat
-
 from ..predict.mca import missing_reason
 from .session import project_root
 
@@ -99,7 +97,9 @@ def select(paths: list[Path], only: list[str] | None) -> list[Path]:
 
 def build(py: Path):
     """The notebook (nbformat v4, no outputs) a percent script describes."""
-    import jupytext  # lazy: +0.18 s on `vgkernels notebooks`, `report --list`, `report -h`
+    # lazy: jupytext and nbformat add 0.26 s to `vgkernels notebooks`, `report --list`, `-h`
+    import jupytext
+    import nbformat
 
     nb = jupytext.read(py, fmt="py:percent")
     nb.metadata = nbformat.from_dict({
@@ -122,6 +122,8 @@ def build(py: Path):
 
 def render(py: Path) -> str:
     """The .ipynb text generated from a percent script."""
+    import nbformat  # lazy: see build
+
     return nbformat.writes(build(py), version=4) + "\n"
 
 
@@ -141,6 +143,8 @@ def sync(directory: Path, check: bool = False) -> list[Path]:
 
 def strip_outputs(path: Path) -> bool:
     """Remove outputs and execution counts from an .ipynb in place; True if it changed."""
+    import nbformat  # lazy: see build
+
     nb = nbformat.read(path, as_version=4)
     dirty = False
     for cell in nb.cells:

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from IPython.display import HTML, Markdown, display
 
 from .. import bench, machine
 from ..backends import choose, get, usable
@@ -308,6 +307,8 @@ class Notebook:
         if res.skipped or res.errors:
             lines = [f"- skipped: {m}" for m in res.skipped] + \
                     [f"- **error**: {m}" for m in res.errors]
+            from IPython.display import Markdown, display  # lazy: see display.install
+
             display(Markdown(f"Sweep `{label}` notes:\n\n" + "\n".join(lines)))
         return res
 
@@ -356,6 +357,8 @@ class Notebook:
             lines.insert(0, f"**Recommendation:** {recommendation}")
         self.conclusions.extend(lines)
         self._save()
+        from IPython.display import Markdown  # lazy: see display.install
+
         return Markdown(f"### {title}\n\n" + "\n".join(f"- {x}" for x in lines))
 
     def headline(self, numbers: dict[str, Any]) -> dict[str, Any]:
@@ -399,6 +402,8 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
     nb = Notebook(name, prof, choose_backends(backends, prof, only), Paths.make(out_dir, data_dir))
     nb._save()
     if prof.tiny:
+        from IPython.display import HTML, display  # lazy: see display.install
+
         display(HTML(f"<p class='vg-banner'>{SMOKE_TEST.capitalize()}: the tiny profile takes "
                      "too few samples for these figures to mean anything.</p>"))
     return nb
