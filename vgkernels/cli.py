@@ -245,11 +245,8 @@ def _delegate(command: str, argv: list[str]) -> int:
     return importlib.import_module(DELEGATES[command]).main(argv)
 
 
-def _main(argv: list[str]) -> int:
-    if argv and argv[0] in DELEGATES:
-        return _delegate(argv[0], argv[1:])
-    if argv and argv[0] == "tune":
-        return _tune(argv[1:])
+def parser() -> argparse.ArgumentParser:
+    """The parser of ``vgkernels`` and its own commands (the delegated ones are only named)."""
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"vgkernels {__version__}")
@@ -292,16 +289,17 @@ def _main(argv: list[str]) -> int:
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
     sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
-    args = p.parse_args(argv)
-    if args.cmd == "export":
-        return _export(args)
-    if args.cmd == "compare":
-        return _compare(args)
-    if args.cmd == "asm":
-        return _asm(args)
-    if args.cmd == "notebooks":
-        return _notebooks(args)
-    return _info(args)
+    return p
+
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] in DELEGATES:
+        return _delegate(argv[0], argv[1:])
+    if argv and argv[0] == "tune":
+        return _tune(argv[1:])
+    args = parser().parse_args(argv)
+    command = {"export": _export, "compare": _compare, "asm": _asm, "notebooks": _notebooks}
+    return command.get(args.cmd, _info)(args)
 
 
 if __name__ == "__main__":
