@@ -288,8 +288,20 @@ def _check_constant_time(out: Path, notes: dict) -> None:
                for c in notes["conclusions"])
 
 
+def _check_targets(out: Path, notes: dict) -> None:
+    import pandas as pd
+
+    from vgkernels.analysis.targets import COLUMNS
+
+    t = pd.read_csv(out / "tables" / "10_targets-targets.csv")
+    assert list(t.columns) == COLUMNS and len(t) >= 1
+    assert {1, 2, 3, 4} <= set(t["target"])  # tiny: no worker sweeps (targets 5, 6, peers)
+    assert (t["measured"].dropna() > 0).all()
+    assert any("checks hold on this host" in c for c in notes["conclusions"])
+
+
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,
           "03_tail_sizes": _check_tails, "04_copy_below": _check_copy_below,
           "05_two_slice": _check_two_slice, "06_peers_roofline": _check_peers,
           "07_predict": _check_predict, "08_constant_time": _check_constant_time,
-          "09_across_hosts": _check_hosts}
+          "09_across_hosts": _check_hosts, "10_targets": _check_targets}

@@ -185,6 +185,10 @@ def _main(argv: list[str]) -> int:
 
     if argv[:1] == ["api"]:
         return _api(argv[1:])
+    if argv[:1] == ["targets"]:  # issue 12's targets table (vgkernels.bench.targets)
+        from .targets import main as targets_main
+
+        return targets_main(argv[1:])
     p = parser()
     args = p.parse_args(argv)
     try:

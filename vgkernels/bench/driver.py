@@ -85,7 +85,17 @@ def kinds() -> dict[str, tuple[str | None, tuple[str, ...]]]:
     out["seal_two_slice"] = _sig("seal_two_slice", abi.TWO_SLICE_SIGNATURE)
     ret, gather = out["seal_gather"]
     out["copy_ip"] = (ret, ("p", *gather))  # (seal pointer, then seal_gather's arguments)
+    for kind in PRESTORE:
+        out[kind] = out["seal"]
     return out
+
+
+# "Nonce just written" kinds: seal, with a store of PRESTORE[kind] bytes right before each
+# call (as a TLS stack writes the record's sequence number into the nonce).  Slots 9 and 10
+# (after seal's eight arguments) hold the store's address and value; the value stored is
+# value + the call's index, a fresh sequence number each call.
+PRESTORE = {"seal_store8": 8, "seal_store4": 4}
+PRESTORE_SLOTS = (9, 10)
 
 
 def _ty(letter: str | None) -> ir.Type:
@@ -163,6 +173,17 @@ def _place_stack(module: ir.Module, b: ir.IRBuilder, page_offset: ir.Value) -> i
     return saved
 
 
+def _prestore(b: ir.IRBuilder, a: ir.Value, kind: str, i: ir.Value) -> None:
+    """The store a PRESTORE kind makes before its call (nothing for other kinds)."""
+    width = PRESTORE.get(kind)
+    if width is None:
+        return
+    at, val = (b.load(b.gep(a, [_c(8 * s)], source_etype=ir.IntType(8)), typ=t)
+               for s, t in zip(PRESTORE_SLOTS, (ptr, i64), strict=True))
+    st = b.store(b.trunc(b.add(val, i), ir.IntType(8 * width)), at)
+    st.align = 1
+
+
 def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, ...]]) -> None:
     # run: the timed loop
     f = ir.Function(module, ir.FunctionType(i64, [ptr, i64, i64]), name=f"vgb_run_{kind}")
@@ -180,6 +201,7 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     i = b.phi(i64, name="i")
     i.add_incoming(_c(0), entry)
     _barrier(b)
+    _prestore(b, a, kind, i)
     _call_from_block(b, a, sig)
     nxt = b.add(i, _c(1))
     i.add_incoming(nxt, loop)
@@ -192,6 +214,7 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     # call: one call, for checks
     f = ir.Function(module, ir.FunctionType(i64, [ptr]), name=f"vgb_call_{kind}")
     b = ir.IRBuilder(f.append_basic_block("entry"))
+    _prestore(b, f.args[0], kind, _c(0))
     r = _call_from_block(b, f.args[0], sig)
     b.ret(_c(0) if sig[0] is None else b.sext(r, i64))
 
@@ -337,6 +360,7 @@ class Case:
     batch: int | None = None  # calls per sample, once calibrated (kept across measure calls)
     _block: ctypes.Array | None = field(default=None, repr=False)
     _block_at: int | None = field(default=None, repr=False)
+    stack_offset: int | None = None  # this case's stack page offset (None: the driver's)
 
     def place_block(self, addr: int, room: int) -> None:
         """Keep the argument block at ``addr`` (a placed buffer of ``room`` bytes) instead of
@@ -471,7 +495,8 @@ class Driver:
     def sample(self, case: Case, batch: int) -> int:
         """Ticks for ``batch`` calls of the case."""
         if case.kind is not None:
-            return self._run[case.kind](case.address(), batch, self.stack_offset)
+            at = self.stack_offset if case.stack_offset is None else case.stack_offset
+            return self._run[case.kind](case.address(), batch, at)
         f = case.py_call
         t0 = time.perf_counter_ns()
         for _ in range(batch):

@@ -19,7 +19,7 @@ from .session import project_root
 
 NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
              "05_two_slice", "06_peers_roofline", "07_predict", "08_constant_time",
-             "09_across_hosts")
+             "09_across_hosts", "10_targets")
 NOTEBOOKS_ENV = "VG_NOTEBOOKS"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 

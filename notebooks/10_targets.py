@@ -1,0 +1,60 @@
+# %% [markdown]
+# # 10 Targets: issue 12 on this host
+#
+# Every target of issue 12, measured in one run by the native driver: in-place seal against
+# the instruction-mix bound (a generated loop of exactly the AES and carry-less-multiply
+# instructions the backend's stitched loop issues, counted in its assembly), the sawtooth and
+# remainder costs, the 16-byte seal against its serial floor, placement and "nonce just
+# written", gather and two-slice against copy + seal, open against seal, and the peers at the
+# same instruction-set level. Minimum of the samples; on a shared machine the slow side of a
+# comparison is inflated, so a failure near its limit needs a second run.
+
+# %% tags=["parameters"]
+profile = "quick"  # tiny | quick | full
+out_dir = None  # report directory (default reports/<date>-<host>-<llvm cpu>/)
+data_dir = None  # sweep data (default <out_dir>/data)
+backends = None  # default: aesni_pclmul_avx, vaes_avx2, vaes_avx512 (the usable ones)
+
+# %%
+import matplotlib.pyplot as plt
+
+from vgkernels import report
+from vgkernels.analysis import targets as at
+from vgkernels.bench import targets as bt
+from vgkernels.report import targets as tg
+
+nb = report.start("10_targets", profile, out_dir, data_dir, backends)
+raw = tg.measure(nb.profile, bt.usable_backends(nb.backends))
+tab = at.table(raw)
+
+# %% [markdown]
+# ## The targets table (measured, bound or reference, ratio, limit, holds)
+
+# %%
+nb.table(tab, "targets")
+
+# %%
+nb.table(at.summary(tab), "targets_summary")
+
+# %% [markdown]
+# ## Placement: seal_out time by output offset from the input (x fastest)
+
+# %%
+fig = tg.heat_plot(raw)
+nb.figure(fig, "placement_heat", headline=True, title="seal_out by output page offset")
+plt.show()
+
+# %% [markdown]
+# ## A nonce just written: 16 B seal ns after an 8-byte or 4-byte store into the nonce
+
+# %%
+nb.table(tg.nonce_table(raw), "nonce_store")
+
+# %% [markdown]
+# ## `vaesenc` issue rate per core cycle, by width and independent chains
+
+# %%
+nb.table(at.aes_rate(raw), "aes_rate")
+
+# %%
+nb.conclude(tg.conclusions(tab, raw), recommendation=tg.recommendation(tab))

@@ -1,0 +1,217 @@
+"""Issue 12's measurement side: the bound loops' instruction counts (in their assembly), the
+nonce-store driver kinds, and the targets table's logic on synthetic rows.  Nothing timed."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from vgkernels import jit
+from vgkernels.analysis import targets as at
+from vgkernels.backends import availability, get, usable
+from vgkernels.bench import bound
+from vgkernels.bench.cases import Buf, Builder, CaseSpec, _expected, message
+from vgkernels.bench.driver import PRESTORE_SLOTS, Case
+from vgkernels.bench.targets import remainder_blocks
+from vgkernels.predict import asm as asm_mod
+
+VECTOR = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")
+BEST = max(usable(), key=lambda b: b.rank).name
+
+
+def _loop_instructions(text: str, fn_name: str) -> list[str]:
+    fn = asm_mod.functions(text)[fn_name]
+    (lp,) = asm_mod.loops(fn)
+    return [i for b in asm_mod.hot_path(fn, lp) for i in fn.blocks[b].instructions]
+
+
+@pytest.mark.parametrize("backend", VECTOR)
+def test_param_mix_matches_the_kernels_assembly(backend):
+    """What the generator's parameters say the stitched loop issues is what its assembly
+    holds (AES-128: 10 AES instructions per vector; 3 or 4 multiplies per vector + 2)."""
+    km, pm = bound.kernel_mix(backend), bound.param_mix(backend)
+    assert km == pm
+    be = get(backend)
+    assert km.aes == ((be.width, be.group // be.width * 10),)
+    assert km.clmul_count() == be.group // be.width * (3 if be.karatsuba else 4) + 2
+
+
+@pytest.mark.parametrize("backend", VECTOR)
+def test_bound_loop_issues_exactly_the_mix(backend):
+    """The generated bound loop: whole groups of the kernel's mix, >= 8 AES chains, no memory
+    operand, no XOR or shuffle: only AES, carry-less multiplies and the loop's counter."""
+    be = get(backend)
+    mix = bound.param_mix(backend)
+    for spec in (bound.mix_loop(mix, be.width), bound.mix_loop(mix, be.width, aes_only=True)):
+        assert spec.chains >= bound.MIN_CHAINS and spec.chains % (be.group // be.width) == 0
+        groups = spec.chains // (be.group // be.width)
+        text = jit.emit_assembly(bound.module_ir([spec]), bound.llvm_features(be.width))
+        ins = _loop_instructions(text, spec.name())
+        got = bound.count_mix(ins, mix.group)
+        assert got.aes == ((be.width, groups * mix.aes_count()),)
+        want_cl = () if not spec.clmul else ((be.width, groups * mix.clmul_count()),)
+        assert got.clmul == want_cl
+        assert not [i for i in ins if "(" in i], "the bound loop must not touch memory"
+        vector_ops = [i for i in ins if re.search(r"%[xyz]mm", i)]
+        assert len(vector_ops) == got.aes_count() + got.clmul_count()
+        if spec.clmul:
+            assert math.ceil(spec.clmul_per_iter / spec.clmul_chains) \
+                <= bound.CLMUL_LATENCY_BUDGET
+
+
+@pytest.mark.parametrize("karatsuba", [True, False])
+def test_floor_chain_is_one_block_then_one_multiply(karatsuba):
+    spec = bound.FloorChain(2, karatsuba=karatsuba)
+    text = jit.emit_assembly(bound.module_ir([], [spec]), bound.llvm_features(2))
+    got = bound.count_mix(_loop_instructions(text, spec.name()), 1)
+    links = got.aes_count() // spec.rounds  # LLVM may unroll the chain
+    assert links >= 1 and got.aes_count() == links * spec.rounds
+    assert got.clmul_count() == links * spec.counts()[1]
+
+
+def test_remainder_blocks():
+    assert remainder_blocks(8, None) == list(range(1, 8))
+    assert remainder_blocks(32, 4) == [1, 11, 21, 31]
+    assert remainder_blocks(32, 1) == [31]
+    assert remainder_blocks(8, 20) == list(range(1, 8))
+
+
+@pytest.mark.parametrize("kind,at,width", [("seal_store8", 4, 8), ("seal_store4", 8, 4)])
+def test_nonce_store_kinds_write_before_the_call(drv, kind, at, width):
+    """The driver's nonce-store kinds store the value (plus the call's index, 0 here) at the
+    given address right before the seal, which then uses the new nonce."""
+    spec = CaseSpec("seal", 64, BEST)
+    c = Builder(drv).build(spec)
+    nonce_addr, buf_addr = c.slots[2], c.slots[6]
+    key, nonce, aad = Builder.material(spec)
+    value = 0x1122334455667788
+    slots = list(c.slots) + [0, 0]
+    slots[PRESTORE_SLOTS[0]], slots[PRESTORE_SLOTS[1]] = nonce_addr + at, value
+    ctypes.memmove(buf_addr, message(64), 64)
+    case = Case({}, kind, slots, keep=c.keep)
+    assert drv.call(case) == 0
+    new = bytearray(nonce)
+    new[at:at + width] = (value & (2 ** (8 * width) - 1)).to_bytes(width, "little")
+    assert ctypes.string_at(nonce_addr, 12) == bytes(new)
+    want = _expected(key, bytes(new), aad, message(64))
+    assert ctypes.string_at(buf_addr, 64) + ctypes.string_at(slots[8], 16) == want
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+def test_bound_loop_runs(drv, width):
+    name = {1: "aesni_pclmul_avx", 2: "vaes_avx2", 4: "vaes_avx512"}[width]
+    why = availability()[name]
+    if why is not None:
+        pytest.skip(f"{name}: {why}")
+    spec = bound.mix_loop(bound.param_mix(name), width)
+    lib = jit.compile_ir("t_bound", bound.module_ir([spec]), bound.llvm_features(width))
+    scratch, tag = Buf(bound.SCRATCH, message(bound.SCRATCH), 0), Buf(64)
+    c = Case({}, "seal", [lib.address(spec.name()), scratch.addr, 0, 0, 0, 0, 0,
+                          2 * spec.bytes_per_iter, tag.addr])
+    assert drv.call(c) == 0
+    assert tag.read(8) != bytes(8)
+
+
+# -- the targets table on synthetic rows ---------------------------------------------------
+
+
+def _raw() -> pd.DataFrame:
+    tsc = 3e9
+    rows = []
+
+    def add(part, backend, n, ticks, **kw):
+        rows.append({"part": part, "backend": backend, "n": n, "min_ticks": ticks,
+                     "min_ns": ticks / tsc * 1e9, "tsc_hz": tsc, "core_hz": 4e9, **kw})
+
+    be = "vaes_avx2"
+    add("bound_mix", be, 65536, 0.2 * 65536)
+    add("bound_ctr", be, 65536, 0.12 * 65536)
+    add("floor", be, 64, 64 * 60.0)
+    add("seal", be, 16384, 0.22 * 16384)  # 1.10x: holds
+    add("seal", be, 65536, 0.25 * 65536)  # 1.25x: fails
+    add("seal", be, 16, 100.0)  # 100 / 60 = 1.67 > 1.5: fails
+    add("seal", be, 64, 120.0)
+    add("seal", be, 496, 600.0)
+    add("seal", be, 511, 600.0 + 8.0 * 3)  # +8 ns exactly: holds
+    add("seal", be, 2032, 2000.0)
+    add("seal", be, 2047, 2000.0 * 1.04)  # +4%: fails (>= 1 KiB: 3%)
+    add("seal", be, 1024, 1000.0)
+    add("seal", be, 1024 + 16 * 3, 1000.0 + 3 * 0.25 * 16 * 1.2)  # 1.2x the bulk rate: holds
+    add("seal", "vaes_avx512", 16, 90.0)
+    add("seal", "vaes_avx512", 64, 150.0)  # the best backend, slower than vaes_avx2 at 64
+    for off, t in ((0, 1000.0), (64, 1020.0), (128, 1100.0)):
+        add("place_io", be, 4096, t, offset=off)
+    for mode, t in (("none", 100.0), ("store8", 130.0), ("store4", 103.0)):
+        add("nonce", be, 16, t, mode=mode)
+    add("aes_rate", "w4", 16384, 16384 / 512 * 80 * 1.0 * 0.75, width=4, chains=8,
+        aes_per_iter=80, bytes_per_iter=512)
+    rows.append({"part": "sweep_records", "impl": "vgkernels", "backend": be, "n": 255,
+                 "op": "copy_ip", "shape": "n+1", "min_ns": 100.5})
+    for op, shape, ns in (("gather", "n+1", 101.0), ("copy_ip", "n+1", 100.0),
+                          ("seal", "one", 90.0), ("open_out", "one", 96.0)):
+        rows.append({"part": "sweep_sizes", "impl": "vgkernels", "backend": be, "n": 255,
+                     "op": op, "shape": shape, "min_ns": ns})
+    rows.append({"part": "sweep_sizes", "impl": "aws-lc", "backend": be, "n": 255,
+                 "op": "aead_seal", "shape": "one", "min_ns": 80.0})
+    return pd.DataFrame(rows)
+
+
+def _one(tab, check, **kw):
+    t = tab[tab["check"].str.startswith(check)]
+    for k, v in kw.items():
+        t = t[t[k] == v]
+    assert len(t) == 1, (check, kw, t)
+    return t.iloc[0]
+
+
+def test_targets_table_shape_and_holds():
+    tab = at.table(_raw())
+    assert list(tab.columns) == at.COLUMNS
+    assert set(tab["target"]) == {1, 2, 3, 4, 5, 6}
+    assert str(tab["holds"].dtype) == "boolean"
+    r = _one(tab, "bulk vs instruction-mix bound", size=16384)
+    assert r["ratio"] == pytest.approx(1.10) and r["holds"]
+    assert not _one(tab, "bulk vs instruction-mix bound", size=65536)["holds"]
+    ctx = _one(tab, "bulk vs AES-only", size=16384)
+    assert pd.isna(ctx["holds"]) and math.isnan(ctx["limit"])
+    assert not _one(tab, "seal vs peer aws-lc")["holds"]  # 90 > 80 ns
+    assert _one(tab, "n vs n rounded", size=511)["holds"]  # +8 ns below 1 KiB
+    assert not _one(tab, "n vs n rounded", size=2047)["holds"]  # +4% from 1 KiB
+    rem = _one(tab, "remainder", size=1072)
+    assert rem["detail"] == "r=3" and rem["holds"]
+    assert rem["reference"] == pytest.approx(3 * (0.25 * 65536 / 3e9 * 1e9) / 4096)
+    fl = _one(tab, "16 B seal vs serial floor", backend="vaes_avx2")
+    assert fl["ratio"] == pytest.approx(100 / 60) and not fl["holds"]
+    assert _one(tab, "best backend", size=16)["holds"]
+    best64 = _one(tab, "best backend", size=64)
+    assert best64["backend"] == "vaes_avx512" and not best64["holds"]
+    pl = _one(tab, "placement: output")
+    assert pl["ratio"] == pytest.approx(1.1) and pl["detail"] == "slowest at 128"
+    assert not pl["holds"]
+    n8 = _one(tab, "nonce just written (8")
+    assert not n8["holds"] and n8["measured"] - n8["reference"] == pytest.approx(10.0)
+    assert _one(tab, "nonce just written (4")["holds"]  # +1 ns
+    g = _one(tab, "gather vs copy")
+    assert g["ratio"] == pytest.approx(1.01) and g["holds"]
+    assert _one(tab, "two_slice")["detail"] == "declined"
+    assert _one(tab, "open vs seal")["ratio"] == pytest.approx(96 / 90) and \
+        not _one(tab, "open vs seal")["holds"]
+    s = at.summary(tab)
+    assert {"target", "backend", "checks", "hold", "worst_ratio_over_limit"} <= set(s.columns)
+    assert (s["hold"] <= s["checks"]).all()
+    assert len(at.failing(tab)) == int((~tab["holds"].fillna(True)).sum())
+
+
+def test_aes_rate_and_heat():
+    raw = _raw()
+    rate = at.aes_rate(raw)
+    # 80 AES per 512 B, 0.75 ticks each at TSC 3 GHz, core 4 GHz: 1 per core cycle
+    assert rate.loc[0, "aes_per_cycle"] == pytest.approx(1.0)
+    assert rate.loc[0, "block_rounds_per_cycle"] == pytest.approx(4.0)
+    h = at.heat(raw)
+    assert list(h.columns) == [0, 64, 128]
+    assert h.loc[("vaes_avx2", 4096), 128] == pytest.approx(1.1)

@@ -1,0 +1,247 @@
+"""Issue 12's targets from the raw rows of ``vgkernels.bench.targets.measure``.
+
+:func:`table` gives one tidy row per check: ``target`` (1-6), ``check``, ``backend``, ``size``
+(bytes; for a remainder the blocks after whole groups are in ``detail``), ``measured``,
+``reference`` (the bound, floor or comparison case, same unit), ``unit``, ``ratio`` =
+measured / reference, ``limit`` (the largest ratio the issue allows; for a limit in ns it is
+converted to a ratio of that row's reference) and ``holds``.  Every figure is the minimum over
+the samples (the case's best, which a busy neighbour on a shared machine can only raise).
+Rows without a limit (``limit`` NaN, ``holds`` NA) are context, e.g. the AES-only bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..backends import get
+
+BULK_LIMIT = 1.15
+SAW_RATIO, SAW_NS, SAW_FROM = 1.03, 8.0, 1024
+REMAINDER_RATIO, REMAINDER_NS = 1.3, 5.0
+FLOOR_LIMIT = 1.5
+SAME_AS_FASTEST = 1.03  # "as fast as the fastest backend": within 3% (the samples' noise)
+PLACEMENT_LIMIT = 1.05
+NONCE_NS = 2.0
+RECORD_LIMIT = 1.02
+OPEN_LIMIT = 1.05
+PEER_SEAL_OPS = ("openssl", "openssl4_seal", "aead_seal")
+
+COLUMNS = ["target", "check", "backend", "size", "detail", "measured", "reference", "unit",
+           "ratio", "limit", "holds"]
+
+
+def _row(target: int, check: str, backend: str, size: int, measured: float, reference: float,
+         unit: str, limit: float, detail: str = "") -> dict:
+    ratio = measured / reference if reference else math.nan
+    holds = pd.NA if math.isnan(limit) or math.isnan(ratio) else bool(ratio <= limit)
+    return {"target": target, "check": check, "backend": backend, "size": int(size),
+            "detail": detail, "measured": measured, "reference": reference, "unit": unit,
+            "ratio": ratio, "limit": limit, "holds": holds}
+
+
+def _part(raw: pd.DataFrame, part: str) -> pd.DataFrame:
+    return raw[raw["part"] == part] if "part" in raw else raw.iloc[0:0]
+
+
+def _by_n(df: pd.DataFrame, col: str = "min_ticks") -> dict[int, float]:
+    return {int(n): float(v) for n, v in df.groupby("n")[col].min().items()}
+
+
+def bulk(raw: pd.DataFrame) -> list[dict]:
+    """1: in-place seal at the bulk sizes against the instruction-mix bound (ticks/B), and
+    the AES-only bound as context."""
+    out = []
+    seal = _part(raw, "seal")
+    for be, g in seal.groupby("backend", sort=False):
+        bm = _part(raw, "bound_mix").query("backend == @be")
+        bc = _part(raw, "bound_ctr").query("backend == @be")
+        if bm.empty:
+            continue
+        mix = float(bm["min_ticks"].min()) / float(bm["n"].iloc[0])
+        ctr = float(bc["min_ticks"].min()) / float(bc["n"].iloc[0]) if len(bc) else math.nan
+        ts = _by_n(g)
+        for n in (16384, 65536):
+            if n in ts:
+                out.append(_row(1, "bulk vs instruction-mix bound", be, n, ts[n] / n, mix,
+                                "ticks/B", BULK_LIMIT))
+                out.append(_row(1, "bulk vs AES-only bound (context)", be, n, ts[n] / n, ctr,
+                                "ticks/B", math.nan))
+    return out
+
+
+def peers(raw: pd.DataFrame) -> list[dict]:
+    """1: our seal against every peer's seal at the same instruction-set level, every size."""
+    sw = _part(raw, "sweep_sizes")
+    if sw.empty:
+        return []
+    ours = sw[(sw["impl"] == "vgkernels") & (sw["op"] == "seal")]
+    theirs = sw[sw["op"].isin(PEER_SEAL_OPS)]
+    out = []
+    for (be, n), g in ours.groupby(["backend", "n"], sort=False):
+        mine = float(g["min_ns"].min())
+        for impl, p in theirs[(theirs["backend"] == be) & (theirs["n"] == n)].groupby("impl"):
+            out.append(_row(1, f"seal vs peer {impl}", be, n, mine, float(p["min_ns"].min()),
+                            "ns", 1.0))
+    return out
+
+
+def sawtooth(raw: pd.DataFrame) -> list[dict]:
+    """2: n against n rounded down to 16; a remainder of r blocks after whole groups
+    against r blocks at the bulk rate (64 KiB seal)."""
+    out = []
+    for be, g in _part(raw, "seal").groupby("backend", sort=False):
+        ns = _by_n(g, "min_ns")
+        for n, t in sorted(ns.items()):
+            down = n // 16 * 16
+            if n % 16 and down in ns:
+                ref = ns[down]
+                lim = SAW_RATIO if n >= SAW_FROM else (ref + SAW_NS) / ref
+                out.append(_row(2, "n vs n rounded down to 16", be, n, t, ref, "ns", lim))
+        base = 1024
+        rate = ns.get(65536, math.nan) / 4096  # ns per block at the bulk rate
+        grp = get(str(be)).group
+        for n, t in sorted(ns.items()):
+            r = (n - base) // 16
+            if n % 16 == 0 and 0 < r < grp and base in ns:
+                ref = r * rate
+                out.append(_row(2, "remainder of r blocks vs r blocks at the bulk rate", be, n,
+                                t - ns[base], ref, "ns",
+                                (REMAINDER_RATIO * ref + REMAINDER_NS) / ref, detail=f"r={r}"))
+    return out
+
+
+def short(raw: pd.DataFrame) -> list[dict]:
+    """3: the 16-byte seal against its serial floor; at 16 and 64 B the best backend against
+    the fastest."""
+    out = []
+    seal = _part(raw, "seal")
+    for be, g in seal.groupby("backend", sort=False):
+        fl = _part(raw, "floor").query("backend == @be")
+        ts = _by_n(g)
+        if 16 in ts and len(fl):
+            per_link = float(fl["min_ticks"].min()) / float(fl["n"].iloc[0])
+            out.append(_row(3, "16 B seal vs serial floor", be, 16, ts[16], per_link, "ticks",
+                            FLOOR_LIMIT))
+    if not seal.empty:
+        best = max(seal["backend"].unique(), key=lambda b: get(b).rank)
+        for n in (16, 64):
+            at = seal[seal["n"] == n].groupby("backend")["min_ns"].min()
+            if best in at:
+                out.append(_row(3, "best backend vs fastest backend", best, n, float(at[best]),
+                                float(at.min()), "ns", SAME_AS_FASTEST,
+                                detail=f"fastest {at.idxmin()}"))
+    return out
+
+
+def placement(raw: pd.DataFrame) -> list[dict]:
+    """4: slowest against fastest placement, per backend and size; the nonce store's cost."""
+    out = []
+    for part, what in (("place_io", "output offset from input"), ("place_stack", "stack offset")):
+        for (be, n), g in _part(raw, part).groupby(["backend", "n"], sort=False):
+            worst = g.loc[g["min_ns"].idxmax()]
+            out.append(_row(4, f"placement: {what}", be, n, float(worst["min_ns"]),
+                            float(g["min_ns"].min()), "ns", PLACEMENT_LIMIT,
+                            detail=f"slowest at {int(worst['offset'])}"))
+    nonce = _part(raw, "nonce")
+    for be, g in nonce.groupby("backend", sort=False):
+        by = g.groupby("mode")["min_ns"].min()
+        if "none" not in by:
+            continue
+        for mode in ("store8", "store4"):
+            if mode in by:
+                ref = float(by["none"])
+                out.append(_row(4, f"nonce just written ({mode[-1]}-byte store)", be, 16,
+                                float(by[mode]), ref, "ns", (ref + NONCE_NS) / ref))
+    return out
+
+
+def records(raw: pd.DataFrame) -> list[dict]:
+    """5: gather and two-slice against copy + in-place seal (pieces n + 1)."""
+    sw = pd.concat([_part(raw, "sweep_records"), _part(raw, "sweep_sizes")])
+    if sw.empty:
+        return []
+    rec = _part(raw, "sweep_records")
+    asked = set(zip(rec["backend"], rec["n"], strict=True))  # where two_slice was measured
+    sw = sw[(sw["impl"] == "vgkernels") & (sw["shape"] == "n+1")]
+    best = sw.groupby(["backend", "n", "op"])["min_ns"].min().unstack("op")
+    out = []
+    for (be, n), r in best.iterrows():
+        if pd.isna(r.get("copy_ip")):
+            continue
+        for op in ("gather", "two_slice"):
+            if op in r and not pd.isna(r[op]):
+                out.append(_row(5, f"{op} vs copy + seal", be, n, float(r[op]),
+                                float(r["copy_ip"]), "ns", RECORD_LIMIT,
+                                detail="n+1 a multiple of 16" if (n + 1) % 16 == 0 else ""))
+            elif op == "two_slice" and (be, n) in asked:  # it declined the shape
+                out.append(_row(5, "two_slice vs copy + seal", be, n, math.nan,
+                                float(r["copy_ip"]), "ns", RECORD_LIMIT, detail="declined"))
+    return out
+
+
+def opening(raw: pd.DataFrame) -> list[dict]:
+    """6: open (out of place) against seal (in place) at every size."""
+    sw = _part(raw, "sweep_sizes")
+    if sw.empty:
+        return []
+    sw = sw[sw["impl"] == "vgkernels"]
+    best = sw.groupby(["backend", "n", "op"])["min_ns"].min().unstack("op")
+    return [_row(6, "open vs seal", be, n, float(r["open_out"]), float(r["seal"]), "ns",
+                 OPEN_LIMIT)
+            for (be, n), r in best.iterrows()
+            if not pd.isna(r.get("open_out")) and not pd.isna(r.get("seal"))]
+
+
+def table(raw: pd.DataFrame) -> pd.DataFrame:
+    """The targets table (see the module's docstring)."""
+    rows: list[dict] = []
+    for f in (bulk, peers, sawtooth, short, placement, records, opening):
+        rows += f(raw)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["holds"] = df["holds"].astype("boolean")
+    return df
+
+
+def summary(tab: pd.DataFrame) -> pd.DataFrame:
+    """Per target and backend: checks, how many hold, the worst ratio against its limit."""
+    t = tab.dropna(subset=["limit"]).assign(margin=lambda d: d["ratio"] / d["limit"])
+    g = t.groupby(["target", "backend"])
+    return pd.DataFrame({"checks": g.size(), "hold": g["holds"].sum().astype(int),
+                         "worst_ratio_over_limit": g["margin"].max()}).reset_index()
+
+
+def aes_rate(raw: pd.DataFrame) -> pd.DataFrame:
+    """AES instructions issued per core cycle, per width and independent chains (the
+    driver's clock probe gives the core clock of the chunk)."""
+    a = _part(raw, "aes_rate")
+    if a.empty:
+        return pd.DataFrame(columns=["width", "chains", "aes_per_cycle", "block_rounds_per_cycle"])
+    cycles = a["min_ticks"] * a["core_hz"] / a["tsc_hz"]
+    ops = a["aes_per_iter"] * a["n"] / a["bytes_per_iter"]
+    out = a.assign(aes_per_cycle=ops / cycles)[["width", "chains", "aes_per_cycle"]]
+    out = out.assign(block_rounds_per_cycle=out["aes_per_cycle"] * out["width"])
+    return out.astype({"width": int, "chains": int}).sort_values(["width", "chains"]) \
+        .reset_index(drop=True)
+
+
+def heat(raw: pd.DataFrame, part: str = "place_io") -> pd.DataFrame:
+    """Placement cost relative to the fastest placement: rows (backend, size), columns
+    offset."""
+    p = _part(raw, part)
+    if p.empty:
+        return pd.DataFrame()
+    rel = p["min_ns"] / p.groupby(["backend", "n"])["min_ns"].transform("min")
+    return p.assign(rel=rel).pivot_table(index=["backend", "n"], columns="offset",
+                                         values="rel", aggfunc="min")
+
+
+def failing(tab: pd.DataFrame) -> pd.DataFrame:
+    """The checks that do not hold, worst first."""
+    f = tab[tab["holds"].eq(False)].assign(over=lambda d: d["ratio"] / d["limit"])
+    return f.sort_values("over", ascending=False)
+
+
+__all__ = ["COLUMNS", "aes_rate", "bulk", "failing", "heat", "opening", "peers", "placement",
+           "records", "sawtooth", "short", "summary", "table"]

@@ -1,0 +1,350 @@
+"""Measure every target of issue 12 on this host, in one run: raw tidy rows.
+
+Two parts, both through the project's driver (TSC, pinned, placed stack):
+
+* in this process, per backend, interleaved round-robin: in-place seals at the bulk, sawtooth,
+  remainder and short sizes; the instruction-mix bound and the AES-only bound
+  (:mod:`vgkernels.bench.bound`); the 16-byte serial floor; the "nonce just written" seals
+  (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
+  sweep (seal_out with the output at every 64-byte page offset from its input, seal in place
+  at every 256-byte stack offset); and, once, ``vaesenc`` alone at each width and chain count
+  (issue rate per core cycle, from the driver's clock probe);
+* the named sweeps ``sizes`` (seal, gather, copy + seal, open, and the peers at the same
+  instruction-set level: OpenSSL masked per backend, the bundled OpenSSL, aws-lc) and
+  ``two_slice``, one masked worker process per backend.
+
+:func:`measure` returns one row per case (``part`` says which); vgkernels.analysis.targets turns
+them into the targets table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..backends import availability, get
+from . import bound
+from .cases import PAGE, Buf, Builder, CaseSpec, message
+from .driver import PRESTORE_SLOTS, Case, Driver, Timing
+from .driver import driver as get_driver
+
+BACKENDS = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")  # the issue's bulk targets
+BULK = (16384, 65536)
+REMAINDER_BASE = 1024  # whole groups for every backend (64 blocks)
+SHORT = (16, 64)
+FLOOR_LINKS = 64
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much to measure (``quick``: the notebook's quick profile)."""
+
+    k: int = 15  # samples per case (in-process part)
+    passes: int = 3  # the k samples are taken in this many passes, ``gap_s`` apart
+    gap_s: float = 1.0
+    target_us: float = 20.0
+    sawtooth: tuple[int, ...] = (31, 255, 511, 1023, 2047, 4095, 16383)
+    remainders: int | None = None  # None: every r in 1..group-1; else this many, spread
+    place_sizes: tuple[int, ...] = (4096, 16384)
+    io_step: int = 64
+    stack_step: int = 256
+    sweep_sizes: tuple[int, ...] = (16, 64, 256, 1024, 4096, 16384, 65536)
+    record_sizes: tuple[int, ...] = (16, 63, 64, 127, 255, 256, 511, 1023, 4096, 16384)
+    sweep_k: int = 11
+    aes_chains: tuple[int, ...] = (4, 8, 12, 16)
+    peers: bool = True
+
+
+PROFILES = {
+    "full": Profile(),
+    "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(255, 511, 1023, 4095),
+                     remainders=4, io_step=256, stack_step=512,
+                     sweep_sizes=(16, 64, 1024, 16384, 65536),
+                     record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
+    "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
+                    place_sizes=(4096,), io_step=1024, stack_step=1024, sweep_sizes=(16, 16384),
+                    record_sizes=(255,), sweep_k=3, aes_chains=(8,)),
+}
+
+
+def usable_backends(names: Sequence[str] | None = None) -> list[str]:
+    """The named backends (default: the issue's three) that this CPU (and VG_CPU_FEATURES)
+    can run."""
+    avail = availability()
+    return [b for b in (names or BACKENDS) if avail.get(b) is None]
+
+
+def remainder_blocks(group: int, count: int | None) -> list[int]:
+    """r = 1..group-1 (all of them, or ``count`` spread over the range, always with 1 and
+    group - 1)."""
+    rs = list(range(1, group))
+    if count is None or count >= len(rs):
+        return rs
+    if count <= 1:
+        return [group - 1]
+    step = (len(rs) - 1) / (count - 1)
+    return sorted({rs[round(j * step)] for j in range(count)})
+
+
+@dataclass
+class _Bench:
+    """The in-process part's cases, with the columns each row gets."""
+
+    driver: Driver
+    builder: Builder
+    cases: list[Case] = field(default_factory=list)
+    keep: list[object] = field(default_factory=list)
+
+    def add(self, case: Case, **label: object) -> None:
+        case.label = {**case.label, **label}
+        self.cases.append(case)
+
+
+def _scratch() -> Buf:
+    return Buf(bound.SCRATCH, message(bound.SCRATCH, seed=7), page_offset=0)
+
+
+def _bound_library(width: int, loops: list[bound.MixLoop], floors: list[bound.FloorChain]):
+    from .. import jit
+
+    return jit.compile_ir(f"vg_bench_bound_w{width}", bound.module_ir(loops, floors),
+                          bound.llvm_features(width))
+
+
+def _native(drv: Driver, fn: int, ctx: int, n: int, tag: int, blk: Buf) -> Case:
+    """A case calling ``fn`` through the driver's seal loop (seal signature)."""
+    case = Case({}, "seal", [fn, ctx, 0, 0, 0, 0, 0, n, tag])
+    case.place_block(blk.addr, blk.n)
+    case.keep.append(blk)
+    return case
+
+
+def _add_bounds(bench: _Bench, backend: str) -> None:
+    be = get(backend)
+    mix = bound.kernel_mix(backend)
+    full = bound.mix_loop(mix, be.width)
+    ctr = bound.mix_loop(mix, be.width, aes_only=True)
+    floor = bound.FloorChain(be.width, karatsuba=bool(get(backend).karatsuba))
+    lib = _bound_library(be.width, [full, ctr], [floor])
+    bench.keep.append(lib)
+    scratch, tag = _scratch(), Buf(64, page_offset=3200)
+    bench.keep += [scratch, tag]
+    for part, spec in (("bound_mix", full), ("bound_ctr", ctr)):
+        n = 65536 // spec.bytes_per_iter * spec.bytes_per_iter
+        c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
+                    Buf(128, page_offset=3328))
+        bench.add(c, part=part, backend=backend, n=n, aes_per_iter=spec.aes_per_iter,
+                  clmul_per_iter=spec.clmul_per_iter, bytes_per_iter=spec.bytes_per_iter,
+                  chains=spec.chains, width=spec.width)
+    c = _native(bench.driver, lib.address(floor.name()), scratch.addr, FLOOR_LINKS, tag.addr,
+                Buf(128, page_offset=3456))
+    bench.add(c, part="floor", backend=backend, n=FLOOR_LINKS, width=floor.width)
+
+
+def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
+    group = get(backend).group  # default variant's group
+    sizes = set(BULK) | set(SHORT) | set(prof.sawtooth) | {n // 16 * 16 for n in prof.sawtooth}
+    sizes |= {REMAINDER_BASE + 16 * r for r in [0, *remainder_blocks(group, prof.remainders)]}
+    for n in sorted(sizes):
+        c = bench.builder.build(CaseSpec("seal", n, backend))
+        bench.add(c, part="seal")
+
+
+def _add_nonce(bench: _Bench, backend: str) -> None:
+    """16-byte seals with the nonce's bytes 4..11 (8-byte store) or 8..11 (4-byte store)
+    written right before each call, and the plain seal (``mode`` none)."""
+    for mode, kind, at in (("none", None, 0), ("store8", "seal_store8", 4),
+                           ("store4", "seal_store4", 8)):
+        c = bench.builder.build(CaseSpec("seal", 16, backend))
+        if kind is not None:
+            nonce = c.slots[2]
+            slots = list(c.slots) + [0] * (PRESTORE_SLOTS[1] + 1 - len(c.slots))
+            slots[PRESTORE_SLOTS[0]] = nonce + at
+            slots[PRESTORE_SLOTS[1]] = int.from_bytes(ctypes.string_at(nonce + at, 8), "little")
+            blk = Buf(8 * len(slots), page_offset=3456)
+            c = Case(dict(c.label), kind, slots, keep=[*c.keep, blk])
+            c.place_block(blk.addr, blk.n)
+            if bench.driver.call(c) != 0:
+                raise RuntimeError(f"{backend}: seal after a nonce store failed")
+        bench.add(c, part="nonce", mode=mode)
+
+
+def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
+    spec0 = CaseSpec("seal", 16, backend)
+    key, nonce, aad = Builder.material(spec0)
+    ctx = bench.builder.ctx(spec0)
+    seal_out = bench.builder.address(spec0, "seal_out")
+    nb, ab, tag = Buf(12, nonce, 3200), Buf(13, aad, 3328), Buf(16, page_offset=3456)
+    bench.keep += [nb, ab, tag]
+    for n in prof.place_sizes:
+        msg = message(n)
+        src = Buf(n, msg, page_offset=0)
+        bench.keep.append(src)
+        for off in range(0, PAGE, prof.io_step):
+            dst = Buf(n, page_offset=off)
+            blk = Buf(128, page_offset=3712)
+            c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n},
+                     "seal_out", [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr, dst.addr,
+                                  n, tag.addr], keep=[dst, blk])
+            c.place_block(blk.addr, blk.n)
+            if bench.driver.call(c) != 0:
+                raise RuntimeError(f"{backend}: seal_out failed at offset {off}")
+            bench.add(c, part="place_io", offset=off)
+        for off in range(0, PAGE, prof.stack_step):
+            c = bench.builder.build(CaseSpec("seal", n, backend))
+            c.stack_offset = off
+            bench.add(c, part="place_stack", offset=off)
+
+
+def _add_aes_rate(bench: _Bench, prof: Profile, widths: Sequence[int]) -> None:
+    """vaesenc alone at each width and chain count (no multiplies)."""
+    for w in widths:
+        loops = [bound.MixLoop(w, ch, bound.ROUNDS[16]) for ch in prof.aes_chains
+                 if w == 4 or ch <= 12]  # 16 chains + the key: 17 of AVX2's 16 registers
+        lib = _bound_library(w, loops, [])
+        scratch, tag = _scratch(), Buf(64, page_offset=3200)
+        bench.keep += [lib, scratch, tag]
+        for spec in loops:
+            n = 16384 // spec.bytes_per_iter * spec.bytes_per_iter
+            c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
+                        Buf(128, page_offset=3328))
+            bench.add(c, part="aes_rate", backend=f"w{w}", n=n, width=w, chains=spec.chains,
+                      aes_per_iter=spec.aes_per_iter, bytes_per_iter=spec.bytes_per_iter)
+
+
+def _rows(t: Timing, tsc_hz: float, pass_no: int) -> list[dict]:
+    core = t.core_hz(tsc_hz)
+    out = []
+    for m in t.results:
+        s = m.stats(tsc_hz)
+        out.append({**m.label, **s, "pass": pass_no, "core_hz": core, "tsc_hz": tsc_hz})
+    return out
+
+
+def _combine(rows: list[dict]) -> pd.DataFrame:
+    """One row per case over the passes: the minimum of the minima, the median of the
+    medians, the passes' core clock (median)."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    keys = [c for c in df.columns if c not in ("min_ticks", "median_ticks", "min_ns",
+                                               "median_ns", "median_lo_ns", "median_hi_ns",
+                                               "spread", "pass", "core_hz")]
+    df[keys] = df[keys].astype(object).where(df[keys].notna(), None)
+    agg = {"min_ticks": "min", "median_ticks": "median", "min_ns": "min", "median_ns": "median",
+           "spread": "max", "core_hz": "median"}
+    return df.groupby(keys, dropna=False, sort=False).agg(agg).reset_index()
+
+
+def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = None,
+                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The in-process part (see the module's docstring)."""
+    drv = drv or get_driver()
+    bench = _Bench(drv, Builder(drv))
+    say = progress or (lambda _msg: None)
+    for be in backends:
+        say(f"building {be}")
+        _add_bounds(bench, be)
+        _add_seals(bench, be, prof)
+        _add_nonce(bench, be)
+    _add_aes_rate(bench, prof, sorted({get(b).width for b in backends} | (
+        {4} if "vaes_avx512" in backends else set())))
+    main = list(bench.cases)
+    bench.cases.clear()
+    for be in backends:
+        _add_placement(bench, be, prof)
+    place = list(bench.cases)
+    rows: list[dict] = []
+    per = max(1, prof.k // prof.passes)
+    for p in range(prof.passes):
+        if p and prof.gap_s:
+            time.sleep(prof.gap_s)  # spread the samples: the shared VM has slow phases
+        say(f"pass {p + 1}/{prof.passes}")
+        rows += _rows(drv.measure(main, k=per, target_ns=prof.target_us * 1e3), drv.tsc_hz, p)
+        rows += _rows(drv.measure(place, k=max(1, per // 2), target_ns=prof.target_us * 1e3),
+                      drv.tsc_hz, p)
+    return _combine(rows)
+
+
+def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
+    """The ``sizes`` (with peers) and ``two_slice`` sweeps, one masked worker per backend."""
+    from .sweep import run
+
+    frames = []
+    common = dict(backends=list(backends), k=prof.sweep_k, passes=min(3, prof.sweep_k),
+                  target_us=prof.target_us, save=False, progress=False, samples=False)
+    res = run("sizes", sizes=list(prof.sweep_sizes), peers=prof.peers, **common)  # aws-lc too
+
+    frames.append(res.df.assign(part="sweep_sizes"))
+    ts = [b for b in backends if get(b).two_slice]
+    if ts:
+        res = run("two_slice", sizes=list(prof.record_sizes), peers=False,
+                  **{**common, "backends": ts})
+        frames.append(res.df.assign(part="sweep_records"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def measure(backends: Sequence[str] | None = None, profile: str | Profile = "full",
+            sweeps: bool = True, progress: Callable[[str], None] | None = None
+            ) -> pd.DataFrame:
+    """Every raw row issue 12's targets need, for the usable backends among ``backends``."""
+    prof = PROFILES[profile] if isinstance(profile, str) else profile
+    bes = usable_backends(backends)
+    if not bes:
+        raise RuntimeError("none of the backends " + ", ".join(backends or BACKENDS)
+                           + " is usable on this CPU")
+    local = measure_local(bes, prof, progress=progress)
+    frames = [local.assign(host=os.uname().nodename)]
+    if sweeps:
+        if progress:
+            progress("sweeps (worker processes)")
+        frames.append(measure_sweeps(bes, prof))
+    return pd.concat(frames, ignore_index=True)
+
+
+
+def main(argv: list[str]) -> int:
+    """``vgkernels bench targets``: measure, print the targets table, optionally save."""
+    import argparse
+    import sys
+
+    from ..analysis import targets as at
+
+    p = argparse.ArgumentParser(prog="vgkernels bench targets",
+                                description="Issue 12's targets on this host: bound, floor, "
+                                            "sawtooth, placement, records, open, peers.")
+    p.add_argument("--backends", help="comma list (default: "
+                   + ",".join(BACKENDS) + ", the usable ones)")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    p.add_argument("--no-sweeps", action="store_true",
+                   help="skip the worker sweeps (peers, records, open)")
+    p.add_argument("--out", help="write the raw rows (Parquet) and the table (CSV) here")
+    args = p.parse_args(argv)
+    names = [b.strip() for b in args.backends.split(",")] if args.backends else None
+    raw = measure(names, args.profile, sweeps=not args.no_sweeps,
+                  progress=lambda m: print(m, file=sys.stderr))
+    tab = at.table(raw)
+    if args.out:
+        from pathlib import Path
+
+        d = Path(args.out)
+        d.mkdir(parents=True, exist_ok=True)
+        raw.astype({c: str for c in raw.columns if raw[c].dtype == object}).to_parquet(
+            d / "targets-raw.parquet")
+        tab.to_csv(d / "targets.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", None):
+        print(tab.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
+        print(at.aes_rate(raw).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\n{int(tab['holds'].sum())} of {int(tab['holds'].notna().sum())} checks hold "
+          "(minimum of the samples; shared machines inflate the slow side)")
+    return 0
+
+
+__all__ = ["BACKENDS", "BULK", "PROFILES", "Profile", "main", "measure", "measure_local",
+           "measure_sweeps", "remainder_blocks", "usable_backends"]

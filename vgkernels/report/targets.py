@@ -1,0 +1,93 @@
+"""Notebook 10 (targets): issue 12's targets table from one run of
+``vgkernels.bench.targets.measure``, the placement heat map, the nonce-store cost, the
+``vaesenc`` issue rate per width, and conclusions computed from them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..analysis import targets as at
+from ..bench import targets as bt
+from .session import Profile
+
+
+def bench_profile(profile: Profile) -> bt.Profile:
+    """The measurement profile of a report profile (quick stays under ~90 s)."""
+    return bt.PROFILES[profile.name]
+
+
+def measure(profile: Profile, backends: Sequence[str] | None = None) -> pd.DataFrame:
+    """The raw rows (no worker sweeps at tiny: the smoke test needs only the machinery)."""
+    return bt.measure(backends, bench_profile(profile), sweeps=not profile.tiny)
+
+
+def heat_plot(raw: pd.DataFrame):
+    """Heat map of seal_out time over output offsets, relative to the fastest, per backend
+    and size (a figure)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    h = at.heat(raw, "place_io")
+    fig, ax = plt.subplots(figsize=(11, 0.5 + 0.45 * max(1, len(h))))
+    if not h.empty:
+        sns.heatmap(h, ax=ax, cmap="rocket_r", vmin=1.0, vmax=max(1.1, float(h.max().max())),
+                    cbar_kws={"label": "x fastest placement"})
+        ax.set_xlabel("output page offset from the input (bytes)")
+        ax.set_ylabel("backend, size")
+    return fig
+
+
+def nonce_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """16 B seal ns per backend: plain, after an 8-byte and a 4-byte nonce store."""
+    n = raw[raw.get("part") == "nonce"] if "part" in raw else raw.iloc[0:0]
+    if n.empty:
+        return pd.DataFrame()
+    t = n.pivot_table(index="backend", columns="mode", values="min_ns", aggfunc="min")
+    for m in ("store8", "store4"):
+        if m in t and "none" in t:
+            t[f"{m} - none"] = t[m] - t["none"]
+    return t.reset_index()
+
+
+def conclusions(tab: pd.DataFrame, raw: pd.DataFrame) -> list[str]:
+    """Statements computed from the table: what holds, the worst misses, the AES rate."""
+    out = []
+    decided = tab.dropna(subset=["holds"])
+    out.append(f"{int(decided['holds'].sum())} of {len(decided)} checks hold on this host "
+               "(minimum of the samples).")
+    for (target, check), g in decided.groupby(["target", "check"], sort=True):
+        bad = g[~g["holds"].astype(bool)]
+        if bad.empty:
+            out.append(f"Target {target}, {check}: holds everywhere measured "
+                       f"(worst ratio {g['ratio'].max():.3g}, limit {g['limit'].min():.3g}).")
+        else:
+            w = bad.loc[(bad["ratio"] / bad["limit"]).idxmax()]
+            out.append(f"Target {target}, {check}: fails {len(bad)} of {len(g)}; worst "
+                       f"{w['backend']} at {w['size']} B {w['detail']}: {w['measured']:.4g} "
+                       f"{w['unit']} against {w['reference']:.4g} ({w['ratio']:.3g}x, limit "
+                       f"{w['limit']:.3g}).")
+    rate = at.aes_rate(raw)
+    if len(rate):
+        for w, g in rate.groupby("width"):
+            best = g.loc[g["aes_per_cycle"].idxmax()]
+            name = {1: "xmm", 2: "ymm", 4: "zmm"}[int(w)]
+            out.append(f"`vaesenc` {name}: at most {best['aes_per_cycle']:.2f} per core cycle "
+                       f"({int(best['chains'])} chains), {best['block_rounds_per_cycle']:.2f} "
+                       "block-rounds per cycle.")
+    return out
+
+
+def recommendation(tab: pd.DataFrame) -> str:
+    """What to work on first: the check furthest over its limit (or: all hold)."""
+    bad = at.failing(tab)
+    if bad.empty:
+        return "every measured target holds here: measure another CPU before closing the issue"
+    w = bad.iloc[0]
+    return (f"work first on target {w['target']} ({w['check']}): {w['backend']} at "
+            f"{w['size']} B is {w['ratio'] / w['limit']:.2f}x its limit; "
+            f"{len(bad)} check(s) fail in all")
+
+
+__all__ = ["bench_profile", "conclusions", "recommendation", "heat_plot", "measure", "nonce_table"]
