@@ -9,7 +9,8 @@
 #
 # * linear: `fixed + per_block * blocks + per_partial * (bytes % 16 != 0)`;
 # * grouped: piecewise linear with a break at every group boundary,
-#   `fixed + per_group_iter * (blocks // group) + per_leftover_block * (blocks % group) + per_partial * (bytes % 16 != 0)`;
+#   `fixed + per_group_iter * (blocks // group) + per_leftover_block * (blocks % group)
+#   + per_partial * (bytes % 16 != 0)`;
 #
 # and every size is compared with the linear model (`excess`): where the leftover costs
 # more than the model says.

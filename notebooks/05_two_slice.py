@@ -3,9 +3,10 @@
 #
 # A TLS record is sealed from two pieces: the payload (n bytes) and the content-type byte.
 # Backends whose table row has `two_slice` export an entry (`seal_two_slice`) that takes
-# that shape directly. This compares the two-slice path (`two_slice`), copying the pieces and sealing
-# in place (`copy_ip`, "copy first") and the general gather (`gather`), for n = 256..3000
-# around every n % 16, n % 16 == 15 included (there the byte completes the last block).
+# that shape directly. This compares the two-slice path (`two_slice`), copying the pieces and
+# sealing in place (`copy_ip`, "copy first") and the general gather (`gather`), for
+# n = 256..3000 around every n % 16, n % 16 == 15 included (there the byte completes the last
+# block).
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full

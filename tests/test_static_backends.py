@@ -10,8 +10,7 @@ import llvmlite.binding as llvm
 import pytest
 from helpers import BACKEND_NAMES, BY_NAME
 
-from vgkernels import abi, aot, jit
-from vgkernels.bench import elfsyms
+from vgkernels import abi, aot, elf, jit
 from vgkernels.kernels import generate
 
 # ISA fingerprints of each row's code, as regexes over instruction lines ("mnemonic operands"):
@@ -52,7 +51,7 @@ def test_object_exports_every_c_abi_entry(built):
     want = [f"{prefix}_{op}" for op in abi.SIGNATURES]
     if be.two_slice:
         want.append(f"{prefix}_seal_two_slice")
-    found = elfsyms.symbols(obj, want)
+    found = elf.symbol_values(obj, want)
     assert sorted(set(want) - set(found)) == []
 
 

@@ -18,8 +18,16 @@ on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 from collections.abc import Callable
+
+from . import __version__, aot, backends, cpu, dispatch, listing, machine
+from .backends import BY_NAME
+from .cpu import UnknownFeature
+from .listing import CPUS, cpu_name
+from .variant import Variant
 
 VARIANT_HELP = ("kernel variant as KEY=VALUE,...: tail=full|split, group=N (the backend's "
                 "groups), stitch_min=N (group..2*group), skew=0..9, karatsuba=0|1; default: "
@@ -30,11 +38,8 @@ class UsageError(Exception):
     """A mistake in what the user asked for: reported as one line, exit status 2."""
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """The exception types that mean "the user asked for something wrong", not a bug."""
-    from .cpu import UnknownFeature
-
-    return (UsageError, UnknownFeature)
+# The exception types that mean "the user asked for something wrong", not a bug.
+USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, UnknownFeature)
 
 
 def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkernels") -> int:
@@ -42,7 +47,7 @@ def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkerne
     stderr and a non-zero status; anything else is a bug and keeps its traceback."""
     try:
         return entry(argv)
-    except _user_errors() as e:
+    except USER_ERRORS as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -56,8 +61,6 @@ def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkerne
 def _backend(name: str, usable: bool = False):
     """A backend row by name; with ``usable``, a UsageError when this CPU (or the
     VG_CPU_FEATURES mask) lacks it."""
-    from . import backends
-
     if name not in backends.BY_NAME:
         raise UsageError(f"unknown backend {name!r}; known: {', '.join(backends.BY_NAME)}")
     why = backends.availability().get(name) if usable else None
@@ -69,8 +72,6 @@ def _backend(name: str, usable: bool = False):
 def _variant(be, text: str | None):
     """A resolved Variant from ``--variant`` text (UsageError when it does not fit the
     backend)."""
-    from .variant import Variant
-
     try:
         return Variant.parse(text).resolved(be)
     except (ValueError, TypeError) as e:
@@ -81,9 +82,9 @@ def _info(args: argparse.Namespace) -> int:
     """The machine, every backend (why an unusable one is), the copy_below thresholds each
     uses (and from which table), then a self-check.  A bad VG_CPU_FEATURES or VG_BACKEND is
     reported after the table, with a non-zero exit, never a traceback."""
-    import os
-
-    from . import __version__, backends, cpu, dispatch, machine, selfcheck
+    # lazy: numba's reference model and pandas, +0.3 s each on `vgkernels --help`
+    from . import selfcheck
+    from .predict import recommend
 
     print(f"vgkernels {__version__}")
     print(f"machine: {machine.caption()}")
@@ -105,8 +106,6 @@ def _info(args: argparse.Namespace) -> int:
     for row in dispatch.table_rows():
         print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
               f"[{row['source']}] {row['from']}")
-    from .predict import recommend
-
     line = recommend.advice(recommend.shipped(), machine.cpu_key()["llvm_cpu"])
     if line:
         print(line)
@@ -135,6 +134,7 @@ def _info(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     """Two report or data folders side by side: per case the ratio B/A, both spreads, and
     whether the change exceeds the noise."""
+    # lazy: scipy and pandas, +0.95 s on `vgkernels --help`
     import pandas as pd
 
     from .analysis import compare as cmp
@@ -176,8 +176,6 @@ def _compare(args: argparse.Namespace) -> int:
 def _tune(argv: list[str]) -> int:
     """``vgkernels tune``: derive this CPU's copy_below thresholds (notebook 04, full profile by
     default) and install them in the user's data directory, where AesGcm looks first."""
-    from .report.batch import main as report_main
-
     p = argparse.ArgumentParser(prog="vgkernels tune", description=_tune.__doc__)
     p.add_argument("--profile", choices=("tiny", "quick", "full"), default="full",
                    help="measurement depth (default full: about 10 minutes a backend)")
@@ -189,10 +187,8 @@ def _tune(argv: list[str]) -> int:
         rest += ["--backends", *args.backends]
     if args.out:
         rest += ["--out", args.out]
-    rc = report_main(rest)
+    rc = _delegate("report", rest)
     if rc == 0:
-        from . import dispatch
-
         dispatch.reload()
         for row in dispatch.table_rows():
             print(f"  {row['backend']:18s} ({row['aligned']}, {row['unaligned']}) "
@@ -201,9 +197,6 @@ def _tune(argv: list[str]) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from . import aot
-    from .listing import cpu_name
-
     be = _backend(args.backend)
     obj, hdr = aot.export(be, args.dir, _variant(be, args.variant), cpu_name(be, args.cpu))
     print(obj)
@@ -212,8 +205,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _asm(args: argparse.Namespace) -> int:
-    from . import listing
-
     be = _backend(args.backend)
     prefix, text = listing.text(be, _variant(be, args.variant), args.cpu, ir=args.ir)
     if args.function:
@@ -226,7 +217,7 @@ def _asm(args: argparse.Namespace) -> int:
 
 
 def _notebooks(args: argparse.Namespace) -> int:
-    from .report.notebooks import copy_out
+    from .report.notebooks import copy_out  # lazy: pandas, +0.3 s on `vgkernels --help`
 
     try:
         copies = copy_out(args.dir, overwrite=args.force)
@@ -242,29 +233,19 @@ def main(argv: list[str] | None = None) -> int:
     return run(_main, list(sys.argv[1:] if argv is None else argv))
 
 
-def _main(argv: list[str]) -> int:
-    from . import __version__
-    from .backends import BY_NAME
-    from .listing import CPUS
+# Commands with a parser of their own, imported only when named: most pull pandas, numba or
+# papermill (0.3-1 s each), which `vgkernels --help` and the other commands must not pay.
+DELEGATES = {"bench": "vgkernels.bench.cli", "predict": "vgkernels.predict.cli",
+             "report": "vgkernels.report.batch", "ct-timing": "vgkernels.ct.cli"}
 
-    if argv and argv[0] == "bench":
-        from .bench.cli import main as bench_main
 
-        return bench_main(argv[1:])
-    if argv and argv[0] == "predict":
-        from .predict.cli import main as predict_main
+def _delegate(command: str, argv: list[str]) -> int:
+    """Run a delegated command's ``main(argv)``."""
+    return importlib.import_module(DELEGATES[command]).main(argv)
 
-        return predict_main(argv[1:])
-    if argv and argv[0] == "report":
-        from .report.batch import main as report_main
 
-        return report_main(argv[1:])
-    if argv and argv[0] == "ct-timing":
-        from .ct.cli import main as ct_timing_main
-
-        return ct_timing_main(argv[1:])
-    if argv and argv[0] == "tune":
-        return _tune(argv[1:])
+def parser() -> argparse.ArgumentParser:
+    """The parser of ``vgkernels`` and its own commands (the delegated ones are only named)."""
     p = argparse.ArgumentParser(prog="vgkernels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"vgkernels {__version__}")
@@ -307,16 +288,17 @@ def _main(argv: list[str]) -> int:
     sub.add_parser("report", help="render the notebooks into a report (vgkernels report -h)")
     sub.add_parser("ct-timing", help="constant-time timing test (vgkernels ct-timing -h)")
     sub.add_parser("predict", help="llvm-mca predictions per CPU (vgkernels predict -h)")
-    args = p.parse_args(argv)
-    if args.cmd == "export":
-        return _export(args)
-    if args.cmd == "compare":
-        return _compare(args)
-    if args.cmd == "asm":
-        return _asm(args)
-    if args.cmd == "notebooks":
-        return _notebooks(args)
-    return _info(args)
+    return p
+
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] in DELEGATES:
+        return _delegate(argv[0], argv[1:])
+    if argv and argv[0] == "tune":
+        return _tune(argv[1:])
+    args = parser().parse_args(argv)
+    command = {"export": _export, "compare": _compare, "asm": _asm, "notebooks": _notebooks}
+    return command.get(args.cmd, _info)(args)
 
 
 if __name__ == "__main__":

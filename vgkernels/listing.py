@@ -10,6 +10,7 @@ import re
 
 from . import jit
 from .backends import Backend, get
+from .cpu import host_cpu_name
 from .kernels import generate
 from .variant import Variant
 
@@ -25,8 +26,6 @@ _ASM_TYPE = re.compile(r'^\s*\.type\s+"?([\w.$]+)"?\s*,\s*@function', re.M)
 def cpu_name(backend: Backend, cpu: str | None) -> str | None:
     """The LLVM CPU to schedule for: ``cpu`` ("host": this machine), else the backend's."""
     if cpu == "host":
-        from .cpu import host_cpu_name
-
         return host_cpu_name()
     return cpu or backend.llvm_cpu
 

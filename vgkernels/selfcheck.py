@@ -7,9 +7,12 @@ import os
 import random
 from dataclasses import dataclass
 
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from . import spec
 from .api import AesGcm, InvalidTag
 from .backends import Backend, usable
+from .spec import vectors
 
 
 @dataclass
@@ -30,8 +33,6 @@ class CheckResult:
 def check_backend(be: Backend, cases: int = 60, seed: int = 1) -> CheckResult:
     """Random cases of every length class against the reference model and cryptography, plus
     Wycheproof's vectors, for one backend."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
     rng = random.Random(seed)
     failures: list[str] = []
     lib = None
@@ -58,8 +59,6 @@ def check_backend(be: Backend, cases: int = 60, seed: int = 1) -> CheckResult:
         except InvalidTag:
             pass
     try:
-        from .spec import vectors
-
         for v in vectors.wycheproof_gcm()[:: 7]:
             if not v.nonce:
                 continue

@@ -17,7 +17,7 @@ Both libraries keep BoringSSL's EVP_AEAD interface (include/openssl/aead.h):
 
 Where the functions come from: a library built as a shared object exports them (``dlsym``);
 the awscrt wheel's ``_awscrt.abi3.so`` exports none but keeps its ``.symtab``, so their
-addresses are read from it (vgkernels.bench.elfsyms), as for the OpenSSL inside
+addresses are read from it (vgkernels.elf), as for the OpenSSL inside
 ``cryptography``.  ``AeadPeer`` tries the export first, then the symbol table.
 
 CPU features: aws-lc and BoringSSL read ``OPENSSL_ia32cap`` in ``OPENSSL_cpuid_setup`` (aws-lc:
@@ -44,9 +44,8 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import abi, jit
-from . import elfsyms
-from .peers import MOVBE_BIT, PeerUnavailable
+from .. import abi, elf, jit
+from .peers import MOVBE_BIT, OPENSSL_BITS, PeerUnavailable
 
 AWSLC = "aws-lc"  # the built-in peer's name: aws-lc inside the awscrt wheel
 ENV_PEERS = "VG_AEAD_PEERS"  # NAME=PATH[,NAME=PATH...]: peers by path, as --peer gives them
@@ -71,7 +70,7 @@ VAES_W1, VPCLMUL_W1 = 1 << 41, 1 << 42
 def awscrt_module() -> str:
     """Path of the awscrt wheel's ``_awscrt.abi3.so`` (imported, so it is mapped)."""
     try:
-        import _awscrt
+        import _awscrt  # lazy: an optional peer (the `peers` extra), probed when asked for
     except Exception as e:  # noqa: BLE001 - any import problem means "not available"
         raise PeerUnavailable(f"aws-lc peer skipped: cannot import awscrt's _awscrt ({e}; "
                               "pip install 'vgkernels[peers]')") from None
@@ -224,8 +223,8 @@ class AeadPeer:
         binding = "dynamic symbols"
         if any(n not in addrs for n in _AEAD) or "OPENSSL_ia32cap_P" not in addrs:
             try:
-                local = elfsyms.runtime_addresses(self.path, [n for n in names if n not in addrs])
-            except (OSError, elfsyms.ElfError) as e:
+                local = elf.runtime_addresses(self.path, [n for n in names if n not in addrs])
+            except (OSError, elf.ElfError) as e:
                 local = {}
                 why = str(e)
             else:
@@ -249,8 +248,6 @@ class AeadPeer:
         caps = self._caps()
         env = os.environ.get("OPENSSL_ia32cap")
         if env and caps is not None:
-            from .peers import OPENSSL_BITS
-
             cleared = _cleared_bits(env)
             on = [f for f, (w, bit) in OPENSSL_BITS.items() if cleared[w] >> bit & 1 and
                   caps[w] >> bit & 1]

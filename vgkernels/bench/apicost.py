@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import machine
 from ..api import AesGcm
@@ -25,8 +26,6 @@ AAD = bytes(13)
 
 def cases(sizes: Iterable[int] = SIZES, backend: str | None = None) -> list[Case]:
     """The cases for each size: (impl, op) pairs whose calls are compared per row."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
     key, nonce = os.urandom(16), os.urandom(12)
     ours, theirs = AesGcm(key, backend=backend), AESGCM(key)
     out: list[Case] = []

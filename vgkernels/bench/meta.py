@@ -11,6 +11,8 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from .. import __version__, cpu, machine
+from .driver import driver
+from .peers import PeerUnavailable, cryptography_version, find_libcrypto
 
 host_name = machine.host_name
 
@@ -23,8 +25,6 @@ def cpu_flags_full() -> str:
 def libcrypto_version(path: str | None = None) -> str | None:
     """OpenSSL_version(0) of the libcrypto the OpenSSL peer would load (None if it cannot).
     Looked up each time ($VG_LIBCRYPTO may change), read once per library file."""
-    from .peers import PeerUnavailable, find_libcrypto
-
     try:
         return _version_of(find_libcrypto(path))
     except PeerUnavailable:
@@ -44,8 +44,6 @@ def _version_of(resolved: str) -> str | None:
 
 def clocks(k: int = 9) -> dict[str, float | None]:
     """TSC and core clock now, in GHz: the driver's calibration and its dependent-add chain."""
-    from .driver import driver
-
     d = driver(pin=False)
     t = d.measure([], k=k)
     core = t.core_hz(d.tsc_hz)
@@ -55,8 +53,6 @@ def clocks(k: int = 9) -> dict[str, float | None]:
 def host_meta(libcrypto: str | None = None) -> dict[str, Any]:
     """Columns every row carries: the machine (vgkernels.machine), CPU flags, versions."""
     info = cpu.info()
-    from .peers import cryptography_version
-
     ident = machine.identity()
     return {
         **ident,

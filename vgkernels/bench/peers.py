@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import jit
+from .. import elf, jit
 from ..backends import Backend
 
 ENV_LIBCRYPTO = "VG_LIBCRYPTO"  # path (or name) of the libcrypto to load; overrides the finder
@@ -304,7 +304,7 @@ def cryptography_module() -> str:
     """Path of ``cryptography/hazmat/bindings/_rust.abi3.so``, imported (so it is mapped and
     its OpenSSL initialised, OPENSSL_ia32cap read)."""
     try:
-        from cryptography.hazmat.bindings import _rust
+        from cryptography.hazmat.bindings import _rust  # lazy: probed, see the except
     except Exception as e:  # noqa: BLE001 - any import problem means "not available"
         raise PeerUnavailable(f"bundled OpenSSL peer skipped: cannot import cryptography's "
                               f"_rust module ({e})") from None
@@ -319,18 +319,16 @@ class BundledOpenSSL(_EVPPeer):
     """The OpenSSL statically linked into cryptography's ``_rust.abi3.so``, called natively.
 
     Its EVP functions are not exported; their addresses come from the file's ``.symtab``
-    (vgkernels.bench.elfsyms) plus its load base.  The seal harness calls them under the IR
+    (vgkernels.elf) plus its load base.  The seal harness calls them under the IR
     names ``vgb_o4_EVP_*``, bound to those addresses with ``llvm.add_symbol``."""
 
     what = "bundled OpenSSL peer"
 
     def __init__(self, module: str | None = None):
-        from . import elfsyms
-
         self.path = module or cryptography_module()
         try:
-            addrs = elfsyms.runtime_addresses(self.path, _EVP)
-        except (OSError, elfsyms.ElfError) as e:
+            addrs = elf.runtime_addresses(self.path, _EVP)
+        except (OSError, elf.ElfError) as e:
             raise PeerUnavailable(f"bundled OpenSSL peer skipped: {e}") from None
         missing = [n for n in _EVP if n not in addrs]
         if missing:
@@ -366,7 +364,7 @@ def bundled_openssl() -> BundledOpenSSL:
 def cryptography_version() -> str | None:
     """The OpenSSL the ``cryptography`` package runs on (its wheels bundle their own)."""
     try:
-        from cryptography.hazmat.backends.openssl import backend
+        from cryptography.hazmat.backends.openssl import backend  # lazy: probed, see the except
     except Exception:  # noqa: BLE001 - any import problem means "not available"
         return None
     return backend.openssl_version_text()
@@ -375,6 +373,7 @@ def cryptography_version() -> str | None:
 def cryptography_encrypt(key: bytes, nonce: bytes, aad: bytes, data: bytes
                          ) -> Callable[[], bytes]:
     """A zero-argument AESGCM.encrypt call (the Python-level peer: includes the call)."""
+    # lazy: cryptography's _rust loads only where a peer uses it (cryptography_module probes it)
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     aead = AESGCM(key)

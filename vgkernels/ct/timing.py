@@ -28,11 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .. import abi
+from .. import abi, jit
 from ..backends import usable
-from ..bench.driver import Case, Driver
+from ..bench.driver import Case, Driver, driver
 from ..buffers import Buf
+from ..build import kernels
 from . import controls
 
 THRESHOLD = 4.5  # dudect's: |t| above it with enough samples is a leak
@@ -102,15 +104,11 @@ class Target:
 
 
 def _aesgcm_valid(ctx: int, n: int) -> tuple[bytes, bytes]:
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
     ct = AESGCM(KEY).encrypt(NONCE, bytes(n), AAD)
     return ct[:n], ct[n:]
 
 
 def kernel_target(backend: str) -> Target:
-    from ..build import kernels
-
     k = kernels(backend)
     return Target("kernel", backend, k.address("key_init"), k.address("seal"),
                   k.address("open"), _aesgcm_valid)
@@ -118,8 +116,6 @@ def kernel_target(backend: str) -> Target:
 
 @functools.cache
 def _control_library():  # -> jit.Library
-    from .. import jit
-
     jit.init()
     return jit.compile_ir(controls.PREFIX, controls.ir_text(), controls.FEATURES, controls.CPU)
 
@@ -247,8 +243,6 @@ def run(samples: int, batch: int = 4, backends: Sequence[str] | None = None,
         ops: Sequence[str] = OPS, with_controls: bool = True, drv: Driver | None = None,
         seed: int = 0) -> list[Result]:
     """Every op on every usable backend (or those named), then on the controls."""
-    from ..bench.driver import driver
-
     drv = drv or driver()
     names = list(backends) if backends else [b.name for b in usable()]
     targets = [kernel_target(b) for b in names]

@@ -7,6 +7,7 @@ also falls through, and a loop is the natural loop of a back edge.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 
@@ -162,8 +163,6 @@ def hot_path(fn: Function, loop: Loop) -> list[str]:
     """The cheapest way round a loop (fewest instructions) through its largest block: the
     steady state when the rare branches (e.g. the counter's low byte carrying, once in
     256/G groups) are not taken.  Returned as blocks in execution order from that block."""
-    import heapq
-
     inside = set(loop.blocks)
     start = max(loop.blocks, key=lambda lb: fn.blocks[lb].size)
     # Dijkstra from start's successors back to start, weights = block sizes

@@ -10,9 +10,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import jit
+from ..abi import CTX_NPOW
 from ..backends import Backend, get
+from ..kernels import generate
 from ..variant import Variant
 from . import loops, mca, model
+from .targets import supported
 
 SIZE = 16384  # the size the headline prediction is for
 REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
@@ -21,8 +24,6 @@ REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
     """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
     with the backend's features), cached on disk next to the objects (keyed like them)."""
-    from ..kernels import generate
-
     v = variant.resolved(backend)
     prefix, text = generate(backend, v)
     d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
@@ -78,8 +79,6 @@ def sweep_variants(be: Backend) -> list[tuple[str, Variant]]:
 
 
 def rows(results: Iterable[Result], label: str = "") -> list[dict]:
-    from ..abi import CTX_NPOW
-
     out = []
     for r in results:
         p = r.prediction
@@ -112,8 +111,6 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
           progress=None) -> pd.DataFrame:
     """Predictions, one row per CPU x backend x variant x region, only for the backends each
     CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s."""
-    from .targets import supported
-
     out: list[dict] = []
     for cpu in cpus:
         bes = [b for b in supported(cpu) if backends is None or b.name in backends]

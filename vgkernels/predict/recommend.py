@@ -16,12 +16,15 @@ Shape (schema 1; like the per-CPU copy_below thresholds)::
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import date as _date
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from .. import __version__
 from ..backends import BY_NAME, get
 from ..variant import Variant
 
@@ -58,8 +61,6 @@ def derive(df: pd.DataFrame, mca_version: str, when: str | None = None,
             }
         fastest = min(bes, key=lambda b: bes[b]["cycles_per_byte"])
         cpus[str(cpu)] = {"best": fastest, "backends": bes}
-    from .. import __version__
-
     return {"schema": SCHEMA, "kind": KIND, "package_version": __version__,
             "llvm_mca": mca_version,
             "date": when or _date.today().isoformat(), "size": size, "cpus": cpus}
@@ -109,9 +110,6 @@ def write(obj: dict[str, Any], path: str | Path) -> Path:
 def shipped() -> dict[str, Any] | None:
     """The table shipped in the package (vgkernels/data/predict_recommend.json), None when
     there is none; a damaged one is skipped with a warning naming it (it only advises)."""
-    import warnings
-    from importlib import resources
-
     f = resources.files("vgkernels").joinpath(f"data/{FILENAME}")
     try:
         return validate(json.loads(f.read_text()))

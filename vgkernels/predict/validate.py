@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
+from .. import bench
 from ..backends import get
 from ..variant import Variant
 from . import model, predictor
@@ -28,8 +30,6 @@ def measure(backend: str, variant: Variant, k: int = 11, passes: int = 3,
             target_us: float = 10.0) -> dict[str, dict[str, float]]:
     """Per op (seal in place, ctr32, ghash): core cycles per byte at 16 KiB and the
     8 -> 16 KiB slope, the core clock and the TSC rate, the samples' spread."""
-    from .. import bench
-
     res = bench.run("roofline", backends=[backend], sizes=list(SIZES), variant=variant,
                     peers=False, save=False, k=k, passes=passes, target_us=target_us,
                     progress=False)
@@ -95,8 +95,6 @@ def host_cases(backends: Sequence[str], sweep: bool = True) -> list[tuple[str, s
 
 def worst(df: pd.DataFrame, col: str = "ratio") -> pd.Series:
     """The row whose ratio is furthest from 1 (either way)."""
-    import numpy as np
-
     return df.loc[(np.log(df[col].astype(float))).abs().idxmax()]
 
 

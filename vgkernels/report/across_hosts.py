@@ -12,9 +12,10 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
+import seaborn as sns
 
 from ..bench.store import DataSchemaError, load_folder
-from .session import project_root
+from .session import empty_figure, project_root
 
 IDENTITY = ["host", "cpu_model", "cpu_vendor", "cpu_family", "cpu_model_number", "llvm_cpu",
             "hypervisor"]
@@ -127,10 +128,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame):
-    import seaborn as sns
-
-    from .session import empty_figure
-
+    """Seal GB/s against bytes, one line per machine, one panel per backend."""
     if df.empty:
         return empty_figure("no seal rows from any machine")
     g = sns.relplot(data=df, x="bytes", y="gbps", hue="machine", col="backend", col_wrap=3,
@@ -143,6 +141,7 @@ def plot(df: pd.DataFrame):
 
 
 def conclusions(df: pd.DataFrame) -> list[str]:
+    """The machines compared and, per backend, how far apart they are at the largest size."""
     if df.empty:
         return ["No machine's data: run `vgkernels report` (notebook 06 measures the seal) and "
                 "keep it with `-p keep_host_data=true`."]

@@ -22,12 +22,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import mistune
 import pandas as pd
+from tqdm.auto import tqdm
 
+from .. import __version__, machine
+from ..backends import BACKENDS, BY_NAME
+from ..bench.aead import ENV_PEERS, parse_peers
+from ..bench.meta import clocks
 from . import notebooks as nbs
+from .pages import make_offline, render
+from .peerset import banners
 from .session import (
     PROFILES,
     PROGRESS_ENV,
+    choose_backends,
     default_out_dir,
     get_profile,
     jsonable,
@@ -71,6 +80,7 @@ def kernel() -> Iterator[str]:
 def kernel_manager_class() -> type:
     """The kernel manager papermill uses: the kernel talks over Unix sockets in Jupyter's
     private runtime directory (IPC) rather than unencrypted TCP on localhost."""
+    # lazy, like papermill: +0.11 s on `vgkernels report -h`, `--list`, `--reindex`
     from jupyter_client.manager import AsyncKernelManager
 
     class IPCKernelManager(AsyncKernelManager):
@@ -115,7 +125,7 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
             html_out: bool = True, timeout: float | None = None) -> NotebookRun:
     """Run one notebook with papermill into ``out`` (executed .ipynb and, with ``html_out``,
     its HTML); a failure is caught and reported in the result, never raised."""
-    import papermill as pm
+    import papermill as pm  # lazy: +0.19 s on `vgkernels report -h`, `--list`, `--reindex`
 
     name = src.stem
     out.mkdir(parents=True, exist_ok=True)
@@ -145,8 +155,6 @@ def execute(src: Path, out: Path, parameters: dict[str, Any], kernel_name: str,
 
 def render_html(ipynb: Path) -> Path:
     """An executed notebook as standalone HTML next to it (offline: no CDN scripts)."""
-    from .pages import render
-
     return render(ipynb)
 
 
@@ -158,8 +166,6 @@ class _Progress:
         self.path = path
         self.bar = None
         if enabled:
-            from tqdm.auto import tqdm
-
             self.bar = tqdm(total=total, unit="notebook", file=sys.stderr, dynamic_ncols=True,
                             bar_format="{desc}  [{n_fmt}/{total_fmt} notebooks, {elapsed}]")
         self.name = ""
@@ -219,6 +225,67 @@ def _thr(x: Any) -> str:
     return "0 (never copy)" if int(x) == 0 else f"{int(x)} B"
 
 
+def _missing(x: Any) -> bool:
+    return x is None or pd.isna(x)
+
+
+def _headline_row(be: str, p: dict[str, Any], c: dict[str, Any] | None, b: dict[str, Any],
+                  peer_cols: list[str]) -> dict[str, Any]:
+    """One backend's numbers: ``p`` from 06 (peers), ``c`` from 04 (copy_below, None when it
+    did not run for the backend), ``b`` from 02 (block counts)."""
+    return {
+        "backend": be,
+        "GB/s @16 KiB": p.get("gbps_16k"),
+        "ns @16 B": p.get("ns_16"),
+        "ns @1 KiB": p.get("ns_1k"),
+        "best peer @16 KiB": p.get("best_peer_16k"),
+        "best peer / ours @16 KiB": p.get("best_peer_ratio_16k"),
+        "best peer @1 KiB": p.get("best_peer_1k"),
+        "best peer / ours @1 KiB": p.get("best_peer_ratio_1k"),
+        **{f"{w} / ours @16 KiB": p.get("peers_16k", {}).get(w) for w in peer_cols},
+        "copy_below aligned": None if c is None else c.get("aligned"),
+        "copy_below unaligned": None if c is None else c.get("unaligned"),
+        "_cb_known": c is not None,
+        "split ns @384 B": b.get("split_384"),
+        "full ns @384 B": b.get("full_384"),
+        "split→full @384 B": b.get("change_384"),
+        "API encrypt ns @16 B": p.get("api_ns_16"),
+        "cryptography / API @16 B": p.get("api_crypto_ratio_16"),
+    }
+
+
+def _headline_text(df: pd.DataFrame, peer_cols: list[str]) -> pd.DataFrame:
+    """The headline's numbers as the cells the index shows."""
+    def num(x: Any, f: str) -> str:
+        return "—" if _missing(x) else format(x, f)
+
+    out = pd.DataFrame({"backend": df["backend"]})
+    out["GB/s @16 KiB"] = [num(x, ".2f") for x in df["GB/s @16 KiB"]]
+    out["ns @16 B"] = [num(x, ".1f") for x in df["ns @16 B"]]
+    out["ns @1 KiB"] = [num(x, ".1f") for x in df["ns @1 KiB"]]
+    for size in ("16 KiB", "1 KiB"):
+        out[f"vs best peer @{size}"] = [
+            "—" if _missing(x) else f"{x:.2f}× ({w})"
+            for x, w in zip(df[f"best peer / ours @{size}"], df[f"best peer @{size}"],
+                            strict=True)]
+    for w in peer_cols:
+        out[f"vs {w} @16 KiB"] = [num(x, ".2f") + ("" if _missing(x) else "×")
+                                  for x in df[f"{w} / ours @16 KiB"]]
+    out["copy_below (aligned, unaligned)"] = [
+        f"{_thr(a)}, {_thr(u)}" if known else "—"
+        for a, u, known in zip(df["copy_below aligned"], df["copy_below unaligned"],
+                               df["_cb_known"], strict=True)]
+    out["split→full @384 B"] = [
+        "—" if _missing(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
+        for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
+                            df["full ns @384 B"], strict=True)]
+    out["API encrypt @16 B (cryptography's time / ours)"] = [
+        "—" if _missing(ns) else f"{ns:.0f} ns ({r:.2f}×)"
+        for ns, r in zip(df["API encrypt ns @16 B"], df["cryptography / API @16 B"],
+                         strict=True)]
+    return out
+
+
 def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.DataFrame:
     """Per backend: seal GB/s at 16 KiB, ns at 16 B and 1 KiB, the fastest peer masked to
     the same features (named) and its time over ours at 16 KiB and 1 KiB, then each peer's
@@ -228,66 +295,15 @@ def headline_table(notes: dict[str, dict[str, Any]], text: bool = False) -> pd.D
     peers = _per_backend(notes, "06_peers_roofline")
     cb = _per_backend(notes, "04_copy_below")
     blocks = _per_backend(notes, "02_block_counts")
-    from ..backends import BACKENDS
-
     order = [b.name for b in BACKENDS]
     names = sorted(set(peers) | set(cb) | set(blocks),
                    key=lambda n: order.index(n) if n in order else len(order))
     peer_cols = list(dict.fromkeys(w for p in peers.values() for w in p.get("peers_16k", {})))
-    rows = []
-    for be in names:
-        p, c, b = peers.get(be, {}), cb.get(be), blocks.get(be, {})
-        rows.append({
-            "backend": be,
-            "GB/s @16 KiB": p.get("gbps_16k"),
-            "ns @16 B": p.get("ns_16"),
-            "ns @1 KiB": p.get("ns_1k"),
-            "best peer @16 KiB": p.get("best_peer_16k"),
-            "best peer / ours @16 KiB": p.get("best_peer_ratio_16k"),
-            "best peer @1 KiB": p.get("best_peer_1k"),
-            "best peer / ours @1 KiB": p.get("best_peer_ratio_1k"),
-            **{f"{w} / ours @16 KiB": p.get("peers_16k", {}).get(w) for w in peer_cols},
-            "copy_below aligned": None if c is None else c.get("aligned"),
-            "copy_below unaligned": None if c is None else c.get("unaligned"),
-            "_cb_known": c is not None,
-            "split ns @384 B": b.get("split_384"),
-            "full ns @384 B": b.get("full_384"),
-            "split→full @384 B": b.get("change_384"),
-            "API encrypt ns @16 B": p.get("api_ns_16"),
-            "cryptography / API @16 B": p.get("api_crypto_ratio_16"),
-        })
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame([_headline_row(be, peers.get(be, {}), cb.get(be), blocks.get(be, {}),
+                                     peer_cols) for be in names])
     if not text or df.empty:
         return df.drop(columns="_cb_known", errors="ignore")
-
-    def num(x: Any, f: str) -> str:
-        return "—" if x is None or pd.isna(x) else format(x, f)
-
-    out = pd.DataFrame({"backend": df["backend"]})
-    out["GB/s @16 KiB"] = [num(x, ".2f") for x in df["GB/s @16 KiB"]]
-    out["ns @16 B"] = [num(x, ".1f") for x in df["ns @16 B"]]
-    out["ns @1 KiB"] = [num(x, ".1f") for x in df["ns @1 KiB"]]
-    for size in ("16 KiB", "1 KiB"):
-        out[f"vs best peer @{size}"] = [
-            "—" if x is None or pd.isna(x) else f"{x:.2f}× ({w})"
-            for x, w in zip(df[f"best peer / ours @{size}"], df[f"best peer @{size}"],
-                            strict=True)]
-    for w in peer_cols:
-        out[f"vs {w} @16 KiB"] = [num(x, ".2f") + ("×" if x is not None and not pd.isna(x)
-                                                   else "") for x in df[f"{w} / ours @16 KiB"]]
-    out["copy_below (aligned, unaligned)"] = [
-        f"{_thr(a)}, {_thr(u)}" if known else "—"
-        for a, u, known in zip(df["copy_below aligned"], df["copy_below unaligned"],
-                               df["_cb_known"], strict=True)]
-    out["split→full @384 B"] = [
-        "—" if ch is None or pd.isna(ch) else f"{ch:+.1%} ({s:.0f} → {f:.0f} ns)"
-        for ch, s, f in zip(df["split→full @384 B"], df["split ns @384 B"],
-                            df["full ns @384 B"], strict=True)]
-    out["API encrypt @16 B (cryptography's time / ours)"] = [
-        "—" if ns is None or pd.isna(ns) else f"{ns:.0f} ns ({r:.2f}×)"
-        for ns, r in zip(df["API encrypt ns @16 B"], df["cryptography / API @16 B"],
-                         strict=True)]
-    return out
+    return _headline_text(df, peer_cols)
 
 
 # -- index.html --------------------------------------------------------------------------------
@@ -315,8 +331,6 @@ figure img{width:100%;height:auto}figcaption{font-size:.85rem;color:#55607a}
 
 def _md(text: str) -> str:
     try:
-        import mistune
-
         out = mistune.html(text)
         return out.strip().removeprefix("<p>").removesuffix("</p>")
     except Exception:  # noqa: BLE001 - plain text is good enough
@@ -336,12 +350,13 @@ def _local_only(rel: str) -> bool:
     return rel.endswith(".ipynb") or rel.startswith("data/")
 
 
-def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
-    """index.html (and index.json) of a report directory."""
-    notes = read_notes(out)
-    failed = [r for r in runs if r.status == "failed"]
+Notes = dict[str, dict[str, Any]]
+
+
+def _page_head(meta: dict[str, Any]) -> list[str]:
+    """The document head, title and the run's identity (machine, profile, time, versions)."""
     esc = html.escape
-    parts = [
+    return [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>vgkernels report — {esc(meta.get('host', ''))}</title>",
         f"<style>{_CSS}</style></head><body>",
@@ -352,35 +367,48 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
         f"{meta.get('seconds', 0):.0f} s · vgkernels {esc(str(meta.get('version', '')))} · "
         f"python {esc(platform.python_version())}</p>",
     ]
+
+
+def _page_banners(runs: Sequence[NotebookRun], notes: Notes, profile: str) -> list[str]:
+    """The failed notebooks, then the smoke-test and noise banners (vgkernels.report.peerset)."""
+    esc = html.escape
+    failed = [r for r in runs if r.status == "failed"]
+    parts = []
     if failed:
         parts.append("<p class='banner'><b>" + str(len(failed)) + " notebook(s) failed:</b> "
                      + "; ".join(f"{esc(r.name)} — {esc(r.error or '')}" for r in failed)
                      + "</p>")
-    from .peerset import banners
+    parts += [f"<p class='banner'>{esc(text)}</p>" for text in banners(notes, profile)]
+    return parts
 
-    for text in banners(notes, str(meta.get("profile"))):
-        parts.append(f"<p class='banner'>{esc(text)}</p>")
-    # headline
-    parts.append("<h2 id='headline'>Headline</h2>")
+
+def _page_headline(notes: Notes) -> list[str]:
+    """The headline table and what its columns mean."""
+    parts = ["<h2 id='headline'>Headline</h2>"]
     ht = headline_table(notes, text=True)
     if ht.empty:
         parts.append("<p>No headline numbers: the notebooks that compute them (02, 04, 06) "
                      "did not run or failed.</p>")
-    else:
-        parts.append("<div class='vg-scroll'>" + ht.to_html(index=False, border=0,
-                     classes="headline", escape=True) + "</div>")
-        parts.append(
-            "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
-            "vs best peer: the fastest peer's time over ours, every peer masked to the "
-            "backend's features in the same run (above 1: we are faster), then each peer's. "
-            "copy_below: below these total lengths copying the "
-            "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
-            "split→full: in-place seal at 384 B, tail=split → tail=full (02). API encrypt: "
-            "AesGcm.encrypt of 16 B as a Python call, and cryptography's AESGCM time over it in "
-            "the same process (06; `vgkernels bench api`).</p>")
-    # notebooks
-    parts.append("<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
-                 "<th>time</th><th>links</th><th>notes</th></tr>")
+        return parts
+    parts.append("<div class='vg-scroll'>" + ht.to_html(index=False, border=0,
+                 classes="headline", escape=True) + "</div>")
+    parts.append(
+        "<p class='meta'>GB/s and ns: vgkernels seal in place, best of k (06). "
+        "vs best peer: the fastest peer's time over ours, every peer masked to the "
+        "backend's features in the same run (above 1: we are faster), then each peer's. "
+        "copy_below: below these total lengths copying the "
+        "pieces and sealing in place beats the gather (04; 0: gather always as fast). "
+        "split→full: in-place seal at 384 B, tail=split → tail=full (02). API encrypt: "
+        "AesGcm.encrypt of 16 B as a Python call, and cryptography's AESGCM time over it in "
+        "the same process (06; `vgkernels bench api`).</p>")
+    return parts
+
+
+def _page_notebooks(runs: Sequence[NotebookRun], notes: Notes, out: Path) -> list[str]:
+    """One table row per notebook: status, time, its page, errors and sweep errors."""
+    esc = html.escape
+    parts = ["<h2 id='notebooks'>Notebooks</h2><table><tr><th>notebook</th><th>status</th>"
+             "<th>time</th><th>links</th><th>notes</th></tr>"]
     for r in runs:
         cls = {"ok": "ok", "failed": "failed"}.get(r.status, "notrun")
         status = r.status + (" (earlier run)" if r.earlier else "")
@@ -394,25 +422,40 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
                      f"<td class='num'>{r.seconds:.1f} s</td><td>{links}</td><td>{extra}</td>"
                      "</tr>")
     parts.append("</table>")
-    # headline figures
+    return parts
+
+
+def _page_figures(notes: Notes, out: Path) -> list[str]:
+    """The figures the notebooks marked as headline ones (those whose file is there)."""
+    esc = html.escape
     figs = [(name, f) for name, n in notes.items() for f in n.get("figures", [])
             if f.get("headline") and (out / f["path"]).exists()]
-    if figs:
-        parts.append("<h2 id='figures'>Figures</h2><div class='figs'>")
-        for name, f in figs:
-            parts.append(f"<figure><a href='{esc(f['path'])}'><img src='{esc(f['path'])}' "
-                         f"alt='{esc(f['title'])}'></a><figcaption>{esc(name)}: "
-                         f"{esc(f['title'])}<br><small>{esc(f.get('machine', ''))}</small>"
-                         "</figcaption></figure>")
-        parts.append("</div>")
-    # conclusions
-    parts.append("<h2 id='conclusions'>Conclusions</h2>")
+    if not figs:
+        return []
+    parts = ["<h2 id='figures'>Figures</h2><div class='figs'>"]
+    for name, f in figs:
+        parts.append(f"<figure><a href='{esc(f['path'])}'><img src='{esc(f['path'])}' "
+                     f"alt='{esc(f['title'])}'></a><figcaption>{esc(name)}: "
+                     f"{esc(f['title'])}<br><small>{esc(f.get('machine', ''))}</small>"
+                     "</figcaption></figure>")
+    parts.append("</div>")
+    return parts
+
+
+def _page_conclusions(notes: Notes) -> list[str]:
+    """Each notebook's computed conclusions (Markdown)."""
+    parts = ["<h2 id='conclusions'>Conclusions</h2>"]
     for name, n in notes.items():
         if n.get("conclusions"):
-            parts.append(f"<h3>{esc(name)}</h3><ul class='concl'>"
+            parts.append(f"<h3>{html.escape(name)}</h3><ul class='concl'>"
                          + "".join(f"<li>{_md(c)}</li>" for c in n["conclusions"]) + "</ul>")
-    # files
-    parts.append("<h2 id='files'>Files</h2><ul>")
+    return parts
+
+
+def _page_files(runs: Sequence[NotebookRun], notes: Notes, out: Path) -> list[str]:
+    """Links to the derived files, tables and figures; the local-only files named, unlinked."""
+    esc = html.escape
+    parts = ["<h2 id='files'>Files</h2><ul>"]
     if (out / "copy_below.json").exists():
         parts.append(f"<li>{_link('copy_below.json', 'copy_below.json', out)} (derived "
                      "thresholds)</li>")
@@ -436,13 +479,22 @@ def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) ->
                      "not linked): the executed notebooks and the raw sweep data, "
                      + ", ".join(f"<code>{esc(f)}</code>" for f in dict.fromkeys(local))
                      + ".</p>")
-    parts.append("</body></html>")
+    return parts
+
+
+def write_index(out: Path, runs: Sequence[NotebookRun], meta: dict[str, Any]) -> Path:
+    """index.html (and index.json) of a report directory."""
+    notes = read_notes(out)
+    profile = str(meta.get("profile"))
+    parts = [*_page_head(meta), *_page_banners(runs, notes, profile), *_page_headline(notes),
+             *_page_notebooks(runs, notes, out), *_page_figures(notes, out),
+             *_page_conclusions(notes), *_page_files(runs, notes, out), "</body></html>"]
     path = out / "index.html"
     path.write_text("\n".join(parts), encoding="utf-8")
     (out / "index.json").write_text(json.dumps(jsonable({
         **meta, "notebooks": [asdict(r) for r in runs],
         "smoke_test": meta.get("profile") == "tiny",
-        "banners": banners(notes, str(meta.get("profile"))),
+        "banners": banners(notes, profile),
         "headline": headline_table(notes).to_dict(orient="records")}), indent=2) + "\n")
     return path
 
@@ -495,8 +547,6 @@ def reindex(out: Path) -> Path:
     """Rewrite a report directory's index.html from its index.json and notes (no notebook
     runs), and make its HTML pages work offline: re-rendered from the executed notebook when
     it is there, else with their remote scripts removed."""
-    from .pages import make_offline, render
-
     idx = json.loads((out / "index.json").read_text())
     fields = set(NotebookRun.__dataclass_fields__)
     runs = [NotebookRun(**{k: v for k, v in r.items() if k in fields})
@@ -522,10 +572,6 @@ def _earlier_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
-    from .. import __version__, machine
-    from ..bench.meta import clocks
-    from .session import choose_backends
-
     ident = {**machine.identity(), **clocks()}
     return {**ident, "machine": machine.caption(ident),
             "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -534,83 +580,82 @@ def _meta(profile: str, backends: list[str] | None) -> dict[str, Any]:
             "python": platform.python_version(), "argv": sys.argv}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``vgkernels report`` (argv without the program name); returns the exit status."""
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.reindex:
-        print(reindex(Path(args.reindex).resolve()))
-        return 0
-    try:
-        directory = nbs.notebooks_dir(args.notebooks)
-    except FileNotFoundError as e:
-        print(f"vgkernels report: {e}", file=sys.stderr)
-        return 2
-    if args.sync_notebooks:
-        for p in nbs.sync(directory):
-            print(f"wrote {p}")
-        return 0
-    paths = nbs.discover(directory)
-    if args.list:
-        for p in paths:
-            print(p.stem)
-        return 0
+class _Refused(Exception):
+    """A request ``vgkernels report`` cannot run: one line on stderr, exit status 2."""
+
+
+def _chosen(args: argparse.Namespace, paths: list[Path], directory: Path) -> list[Path]:
+    """The notebooks ``--only`` names (every one without it), warning when a .ipynb is out of
+    step with its .py script."""
     chosen = nbs.select(paths, args.only)
     if not chosen:
-        print(f"vgkernels report: no notebook matches {args.only}; known: "
-              f"{', '.join(p.stem for p in paths)}", file=sys.stderr)
-        return 2
+        raise _Refused(f"no notebook matches {args.only}; known: "
+                       f"{', '.join(p.stem for p in paths)}")
     stale = nbs.sync(directory, check=True)
     if stale:
         print("vgkernels report: warning: out of step with their .py scripts (run "
               f"`vgkernels report --sync-notebooks`): {', '.join(p.name for p in stale)}",
               file=sys.stderr)
-    get_profile(args.profile)
-    if args.peer:  # the notebooks' sweeps read it (vgkernels.bench.sweep.default_aead_peers)
-        from ..bench.aead import ENV_PEERS, parse_peers
+    return chosen
 
-        try:
-            given = parse_peers(args.peer)
-        except ValueError as e:
-            print(f"vgkernels report: {e}", file=sys.stderr)
-            return 2
-        os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
-    backends = parse_backends(",".join(args.backends)) if args.backends else None
-    from ..backends import BY_NAME
 
+def _export_peers(peer: list[str]) -> None:
+    """``--peer NAME=PATH`` for the notebooks' sweeps, through the environment they inherit
+    (vgkernels.bench.sweep.default_aead_peers reads it)."""
+    if not peer:
+        return
+    try:
+        given = parse_peers(peer)
+    except ValueError as e:
+        raise _Refused(str(e)) from None
+    os.environ[ENV_PEERS] = ",".join(f"{k}={v}" for k, v in given.items())
+
+
+def _backends(names: list[str] | None) -> list[str] | None:
+    """``--backends`` checked against the table (None: the notebooks choose)."""
+    backends = parse_backends(",".join(names)) if names else None
     unknown = [b for b in backends or [] if b not in BY_NAME]
     if unknown:
-        print(f"vgkernels report: unknown backend(s) {', '.join(unknown)}; known: "
-              f"{', '.join(BY_NAME)}", file=sys.stderr)
-        return 2
+        raise _Refused(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    return backends
+
+
+def _extra_params(items: list[str]) -> dict[str, Any]:
+    """``-p NAME=VALUE`` notebook parameters (JSON values, else text)."""
     extra: dict[str, Any] = {}
-    for item in args.param:
+    for item in items:
         name, eq, val = item.partition("=")
         if not eq or not name.isidentifier():
-            print(f"vgkernels report: bad parameter {item!r} (NAME=VALUE)", file=sys.stderr)
-            return 2
+            raise _Refused(f"bad parameter {item!r} (NAME=VALUE)")
         extra[name] = _value(val)
-    out = Path(args.out) if args.out else default_out_dir()
-    out = out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    meta = _meta(args.profile, backends)
-    params = {"profile": args.profile, "out_dir": str(out), "data_dir": str(out / "data"),
-              "backends": backends, **extra}
-    print(f"vgkernels report: profile {args.profile}, {len(chosen)} notebook(s) -> {out}",
-          file=sys.stderr)
-    t0 = time.perf_counter()
+    return extra
+
+
+def _not_chosen(paths: list[Path], chosen: list[Path], out: Path) -> dict[str, NotebookRun]:
+    """The notebooks not run this time, with an earlier run's status and artefacts when
+    ``out`` has them."""
     runs: dict[str, NotebookRun] = {}
     before = _earlier_runs(out)
-    for p in paths:  # the ones not chosen: an earlier run's artefacts, if any
-        if p not in chosen:
-            r = NotebookRun(p.stem)
-            if (out / f"{p.stem}.ipynb").exists():
-                old_run = before.get(p.stem, {})
-                r.status = old_run.get("status", "not run")
-                r.seconds = float(old_run.get("seconds") or 0.0)
-                r.error = old_run.get("error")
-                r.earlier, r.ipynb = True, f"{p.stem}.ipynb"
-                r.html = f"{p.stem}.html" if (out / f"{p.stem}.html").exists() else None
-            runs[p.stem] = r
+    for p in paths:
+        if p in chosen:
+            continue
+        r = NotebookRun(p.stem)
+        if (out / f"{p.stem}.ipynb").exists():
+            old_run = before.get(p.stem, {})
+            r.status = old_run.get("status", "not run")
+            r.seconds = float(old_run.get("seconds") or 0.0)
+            r.error = old_run.get("error")
+            r.earlier, r.ipynb = True, f"{p.stem}.ipynb"
+            r.html = f"{p.stem}.html" if (out / f"{p.stem}.html").exists() else None
+        runs[p.stem] = r
+    return runs
+
+
+def _run_all(chosen: list[Path], out: Path, params: dict[str, Any],
+             args: argparse.Namespace) -> dict[str, NotebookRun]:
+    """Run the chosen notebooks in order in one kernelspec, the progress bar polling the
+    file each one's sweeps write (its path in PROGRESS_ENV while they run)."""
+    runs: dict[str, NotebookRun] = {}
     with tempfile.TemporaryDirectory(prefix="vgkernels-report-") as tmp, kernel() as kname:
         progress_file = Path(tmp) / "progress.json"
         old = os.environ.get(PROGRESS_ENV)
@@ -629,8 +674,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.pop(PROGRESS_ENV, None)
             else:
                 os.environ[PROGRESS_ENV] = old
-    meta["seconds"] = time.perf_counter() - t0
-    ordered = [runs[p.stem] for p in paths]
+    return runs
+
+
+def _summary(out: Path, ordered: list[NotebookRun], meta: dict[str, Any], n_chosen: int) -> int:
+    """Write the index, print where it is, the headline and the failures; the exit status."""
     index = write_index(out, ordered, meta)
     ht = headline_table(read_notes(out), text=True)
     print(f"\nreport: {index}")
@@ -639,6 +687,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = [r for r in ordered if r.status == "failed"]
     for r in bad:
         print(f"FAILED: {r.name}: {r.error}", file=sys.stderr)
-    print(f"{len(chosen) - len(bad)} of {len(chosen)} notebooks ok in {meta['seconds']:.0f} s",
+    print(f"{n_chosen - len(bad)} of {n_chosen} notebooks ok in {meta['seconds']:.0f} s",
           file=sys.stderr)
     return 1 if bad else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """The batch itself: check the request, run the chosen notebooks, write the index."""
+    try:
+        directory = nbs.notebooks_dir(args.notebooks)
+    except FileNotFoundError as e:
+        raise _Refused(str(e)) from None
+    if args.sync_notebooks:
+        for p in nbs.sync(directory):
+            print(f"wrote {p}")
+        return 0
+    paths = nbs.discover(directory)
+    if args.list:
+        for p in paths:
+            print(p.stem)
+        return 0
+    chosen = _chosen(args, paths, directory)
+    get_profile(args.profile)
+    _export_peers(args.peer)
+    backends = _backends(args.backends)
+    extra = _extra_params(args.param)
+    out = (Path(args.out) if args.out else default_out_dir()).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    meta = _meta(args.profile, backends)
+    params = {"profile": args.profile, "out_dir": str(out), "data_dir": str(out / "data"),
+              "backends": backends, **extra}
+    print(f"vgkernels report: profile {args.profile}, {len(chosen)} notebook(s) -> {out}",
+          file=sys.stderr)
+    t0 = time.perf_counter()
+    runs = _not_chosen(paths, chosen, out)
+    runs.update(_run_all(chosen, out, params, args))
+    meta["seconds"] = time.perf_counter() - t0
+    return _summary(out, [runs[p.stem] for p in paths], meta, len(chosen))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``vgkernels report`` (argv without the program name); returns the exit status."""
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.reindex:
+        print(reindex(Path(args.reindex).resolve()))
+        return 0
+    try:
+        return _report(args)
+    except _Refused as e:
+        print(f"vgkernels report: {e}", file=sys.stderr)
+        return 2

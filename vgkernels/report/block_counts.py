@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
+from ..analysis import ab_table, fit_cost
 from .display import sig
 from .session import Profile, empty_figure, fmt_list, fmt_ns, fmt_pct, get_profile
 
@@ -69,8 +71,6 @@ def thread_table(df: pd.DataFrame, backend: str,
     Each EVP_AEAD peer (aws-lc, as in the thread) adds its in-place range, its copy + seal
     in place of n + 1 bytes (the thread's "+1" for aws-lc-rs) and its own gather
     (seal_scatter with the byte as extra_in)."""
-    from ..analysis import ab_table
-
     t = df[df["backend"] == backend]
     aead_peers = list(dict.fromkeys(t.loc[t["op"] == "aead_seal", "impl"].astype(str)))
     vg = t[(t["impl"] == "vgkernels") & t["op"].isin(["seal", "gather"])]
@@ -134,8 +134,6 @@ def slopes(df: pd.DataFrame) -> pd.DataFrame:
     """Per backend, tail and op (seal in place, gather n+1): the per-block slope of a linear
     fit over the block counts the stitched loop takes (b >= stitch_min), its intercept and
     fit quality, the mean step at group boundaries and the median step elsewhere."""
-    from ..analysis import fit_cost
-
     inc = increments(df)
     rows = []
     for (be, series, op), g in inc.groupby(["backend", "series", "op"], observed=True):
@@ -185,8 +183,6 @@ def plot_steps(df: pd.DataFrame, include_openssl: bool = True):
     """ns against payload blocks per backend (columns), in place and from two pieces (rows):
     tail=split, tail=full and OpenSSL; dashed verticals at the group boundaries (the darker
     one where the stitched loop starts)."""
-    import seaborn as sns
-
     b = best(df)
     b = b[b["op"].isin(["seal", "gather"] + (["openssl", "openssl_copy"] if include_openssl
                                               else []))]
@@ -212,8 +208,6 @@ def plot_steps(df: pd.DataFrame, include_openssl: bool = True):
 
 def plot_increments(df: pd.DataFrame):
     """The time each extra block adds, in place, per backend (spikes at group boundaries)."""
-    import seaborn as sns
-
     inc = increments(df)
     inc = inc[inc["op"] == "seal"].dropna(subset=["delta_ns"]) if len(inc) else inc
     if inc.empty:

@@ -70,77 +70,96 @@ def findings_table(r: check.Report) -> pd.DataFrame:
 
 
 def timing_table(results: Sequence[timing.Result]) -> pd.DataFrame:
+    """One row per timing test (vgkernels.ct.timing.Result): Welch's t and the verdict."""
     cols = ["impl", "backend", "op", "class0", "class1", "samples", "batch", "median0",
             "median1", "t", "crop", "t_raw", "abs_t", "leak", "seconds"]
     return pd.DataFrame([r.row() for r in results], columns=cols)
 
 
+def _static_lines(kern: pd.DataFrame) -> list[str]:
+    """The static check of the kernel sets: what was checked, the findings, J0, selects."""
+    lines = []
+    bad = kern[kern["errors"] > 0]
+    finding_cols = [k for k in KINDS if k != "select"]
+    n_find = int(kern[finding_cols].to_numpy().sum())
+    lines.append(
+        f"**Static check**: {plural(len(kern), 'kernel set')} "
+        f"({fmt_list(sorted(set(kern['name'])))}), "
+        f"{int(kern['functions'].sum())} functions, {int(kern['ir_instructions'].sum())} "
+        f"optimised IR instructions and {int(kern['asm_instructions'].sum())} machine "
+        f"instructions ({int(kern['cond_jumps'].sum())} conditional jumps, "
+        f"{int(kern['indexed_accesses'].sum())} indexed accesses) in "
+        f"{kern['seconds'].sum():.0f} s of checking (the optimised IR and object come "
+        "from the disk cache when warm): "
+        + (f"{n_find} secret-dependent branches, addresses, divisions or calls and no "
+           "unexplained machine finding." if n_find == 0 and bad.empty else
+           f"{n_find} findings, errors in {fmt_list(list(bad['name']))}."))
+    known = int(kern["known"].sum())
+    lines.append(
+        "The counter fast path decides on a public copy of the counter (96-bit nonces: "
+        "2 + blocks done; other nonce lengths take the general path), so no branch "
+        "depends on J0 = GHASH_H(IV): "
+        + ("none was found." if known == 0 else
+           f"{known} J0 findings remain (a regression: see the table)."))
+    sel = int(kern["select_warnings"].sum())
+    if sel:
+        lines.append(f"{plural(sel, 'select')} on secrets (warnings, to be checked in the "
+                     "machine code): " + (
+                         "the machine check found no unexplained jump or address."
+                         if bad.empty else "see the errors above."))
+    return lines
+
+
+def _controls_line(c: pd.Series) -> str:
+    """The negative controls: the checker must catch every leak they carry."""
+    return (f"**Negative controls**: the checker reports {int(c['address'])} "
+            f"secret-indexed loads (the S-box table), {int(c['branch'])} branches on "
+            f"secrets (the early-exit tag compare, the plaintext-byte branch) and "
+            f"{int(c['machine_unexplained'])} unexplained machine findings: "
+            + ("every leak is caught." if c["address"] and c["branch"] >= 2 else
+               "a leak was missed."))
+
+
+def _timing_line(tt: pd.DataFrame, profile: Profile) -> str:
+    """Welch's t: the kernels' largest |t|, then the controls' (which must leak)."""
+    n = int(tt["samples"].max())
+    k = tt[tt["impl"] == "kernel"]
+    cl = tt[tt["impl"] == "control"]
+    head = (f"**Timing** (Welch's t, {n:,} samples per test, |t| > {timing.THRESHOLD} a "
+            "leak): ")
+    if profile.tiny:
+        head += ("a smoke test of the machinery at this profile: with so few samples no "
+                 "verdict is drawn. ")
+    if len(k):
+        worst = k.loc[k["abs_t"].idxmax()]
+        head += (f"The kernels' largest |t| is {worst['abs_t']:.1f} ({worst['backend']} "
+                 f"{worst['op']}); " + ("none is above the threshold. " if not k["leak"].any()
+                                        else f"{int(k['leak'].sum())} above it. "))
+    if len(cl):
+        parts = [f"{r.op} |t| = {r.abs_t:.1f}" for r in cl.itertuples()]
+        head += f"The controls: {', '.join(parts)}"
+        must = cl[cl["op"].isin(("open", "seal"))]
+        if not profile.tiny:
+            head += (" — the early-exit compare and the plaintext branch show in the time."
+                     if must["leak"].all() else
+                     " — a control that must leak did not show at this sample count.")
+        else:
+            head += "."
+    return head
+
+
 def conclusions(static: pd.DataFrame, tt: pd.DataFrame, profile: Profile) -> list[str]:
+    """Computed statements: the static check of the kernels, the negative controls, and the
+    timing test."""
     lines = []
     kern = static[static["name"] != "controls"]
     ctl = static[static["name"] == "controls"]
     if len(kern):
-        bad = kern[kern["errors"] > 0]
-        finding_cols = [k for k in KINDS if k != "select"]
-        n_find = int(kern[finding_cols].to_numpy().sum())
-        lines.append(
-            f"**Static check**: {plural(len(kern), 'kernel set')} "
-            f"({fmt_list(sorted(set(kern['name'])))}), "
-            f"{int(kern['functions'].sum())} functions, {int(kern['ir_instructions'].sum())} "
-            f"optimised IR instructions and {int(kern['asm_instructions'].sum())} machine "
-            f"instructions ({int(kern['cond_jumps'].sum())} conditional jumps, "
-            f"{int(kern['indexed_accesses'].sum())} indexed accesses) in "
-            f"{kern['seconds'].sum():.0f} s of checking (the optimised IR and object come "
-            "from the disk cache when warm): "
-            + (f"{n_find} secret-dependent branches, addresses, divisions or calls and no "
-               "unexplained machine finding." if n_find == 0 and bad.empty else
-               f"{n_find} findings, errors in {fmt_list(list(bad['name']))}."))
-        known = int(kern["known"].sum())
-        lines.append(
-            "The counter fast path decides on a public copy of the counter (96-bit nonces: "
-            "2 + blocks done; other nonce lengths take the general path), so no branch "
-            "depends on J0 = GHASH_H(IV): "
-            + ("none was found." if known == 0 else
-               f"{known} J0 findings remain (a regression: see the table)."))
-        sel = int(kern["select_warnings"].sum())
-        if sel:
-            lines.append(f"{plural(sel, 'select')} on secrets (warnings, to be checked in the "
-                         "machine code): " + (
-                             "the machine check found no unexplained jump or address."
-                             if bad.empty else "see the errors above."))
+        lines += _static_lines(kern)
     if len(ctl):
-        c = ctl.iloc[0]
-        lines.append(f"**Negative controls**: the checker reports {int(c['address'])} "
-                     f"secret-indexed loads (the S-box table), {int(c['branch'])} branches on "
-                     f"secrets (the early-exit tag compare, the plaintext-byte branch) and "
-                     f"{int(c['machine_unexplained'])} unexplained machine findings: "
-                     + ("every leak is caught." if c["address"] and c["branch"] >= 2 else
-                        "a leak was missed."))
+        lines.append(_controls_line(ctl.iloc[0]))
     if len(tt):
-        n = int(tt["samples"].max())
-        k = tt[tt["impl"] == "kernel"]
-        cl = tt[tt["impl"] == "control"]
-        head = (f"**Timing** (Welch's t, {n:,} samples per test, |t| > {timing.THRESHOLD} a "
-                "leak): ")
-        if profile.tiny:
-            head += ("a smoke test of the machinery at this profile: with so few samples no "
-                     "verdict is drawn. ")
-        if len(k):
-            worst = k.loc[k["abs_t"].idxmax()]
-            head += (f"The kernels' largest |t| is {worst['abs_t']:.1f} ({worst['backend']} "
-                     f"{worst['op']}); " + ("none is above the threshold. " if not k["leak"].any()
-                                            else f"{int(k['leak'].sum())} above it. "))
-        if len(cl):
-            parts = [f"{r.op} |t| = {r.abs_t:.1f}" for r in cl.itertuples()]
-            head += f"The controls: {', '.join(parts)}"
-            must = cl[cl["op"].isin(("open", "seal"))]
-            if not profile.tiny:
-                head += (" — the early-exit compare and the plaintext branch show in the time."
-                         if must["leak"].all() else
-                         " — a control that must leak did not show at this sample count.")
-            else:
-                head += "."
-        lines.append(head)
+        lines.append(_timing_line(tt, profile))
     return lines
 
 

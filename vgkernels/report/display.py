@@ -141,10 +141,9 @@ def frame_html(df: pd.DataFrame, ns: Iterable[str] = ()) -> str:
 def install() -> bool:
     """Make :func:`frame_html` the HTML form of every DataFrame an IPython kernel displays
     (and Styler-free: the text form stays pandas' own).  False outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency of ipykernel
-        return False
+    # lazy: IPython adds 0.07 s to every `vgkernels report` command; only a kernel shows things
+    from IPython import get_ipython
+
     ip = get_ipython()
     if ip is None:
         return False

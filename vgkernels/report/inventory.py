@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import re
 import statistics
-import struct
 import time
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
+from .. import elf, jit
+from ..backends import BACKENDS, availability, choose, get
+from ..cpu import FEATURES, host_features, usable_features
+from ..kernels import generate
+from ..selfcheck import check_backend
+from ..variant import Variant
 from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
 
 # -- CPU and backends ------------------------------------------------------------------------
@@ -20,17 +27,13 @@ from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, pl
 def cpu_table() -> pd.DataFrame:
     """One row per feature vgkernels knows: does the host have it, is it usable (after
     ``VG_CPU_FEATURES``)."""
-    from .. import cpu
-
-    host, use = cpu.host_features(), cpu.usable_features()
+    host, use = host_features(), usable_features()
     return pd.DataFrame([{"feature": f, "llvm name": ll, "host": f in host, "usable": f in use}
-                         for f, ll in cpu.FEATURES.items()])
+                         for f, ll in FEATURES.items()])
 
 
 def backend_table() -> pd.DataFrame:
     """The backend table with each row's availability here."""
-    from ..backends import BACKENDS, availability
-
     avail = availability()
     return pd.DataFrame([{
         "backend": b.name, "usable": avail[b.name] is None, "reason": avail[b.name] or "",
@@ -45,9 +48,6 @@ def backend_table() -> pd.DataFrame:
 def variants(backend: str, profile: str | Profile) -> list[Any]:
     """The variants the inventory builds: tail=full (the default) and tail=split; the full
     profile also every group size the generator accepts."""
-    from ..backends import get
-    from ..variant import Variant
-
     be = get(backend)
     prof = get_profile(profile)
     out = [Variant(tail="full"), Variant(tail="split")]
@@ -58,48 +58,6 @@ def variants(backend: str, profile: str | Profile) -> list[Any]:
 
 
 # -- sizes of what was built -------------------------------------------------------------------
-
-
-def elf_symbols(obj: bytes) -> dict[str, dict[str, int]]:
-    """Defined symbols of an ELF64 little-endian object: name -> {size, type, section}."""
-    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
-        raise ValueError("not an ELF64 little-endian object")
-    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
-    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    out: dict[str, dict[str, int]] = {}
-    for sh in sections:
-        if sh[1] != 2:  # SHT_SYMTAB
-            continue
-        off, size, link, entsize = sh[4], sh[5], sh[6], sh[9] or 24
-        stroff = sections[link][4]
-        for j in range(size // entsize):
-            name_off, info, _other, shndx, _value, sym_size = struct.unpack_from(
-                "<IBBHQQ", obj, off + j * entsize)
-            if not name_off or shndx == 0:
-                continue
-            end = obj.index(b"\0", stroff + name_off)
-            name = obj[stroff + name_off:end].decode()
-            out[name] = {"size": sym_size, "type": info & 0xF, "section": shndx}
-    return out
-
-
-def elf_sections(obj: bytes) -> dict[str, int]:
-    """Section name -> size of an ELF64 little-endian object (allocated sections only)."""
-    shoff = struct.unpack_from("<Q", obj, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    stroff = sections[shstrndx][4]
-    out: dict[str, int] = {}
-    for sh in sections:
-        if not sh[2] & 0x2:  # SHF_ALLOC
-            continue
-        end = obj.index(b"\0", stroff + sh[0])
-        name = obj[stroff + sh[0]:end].decode()
-        out[name] = out.get(name, 0) + sh[5]
-    return out
 
 
 _DEFINE = re.compile(r'^define\b.*?@"?([\w.$]+)"?\s*\(')
@@ -152,16 +110,16 @@ def asm_function_lines(asm: str) -> dict[str, int]:
 def function_sizes(k: Any, asm: str | None = None) -> pd.DataFrame:
     """Per function of a compiled kernel set: IR lines (generated), assembly instructions and
     machine-code bytes (ELF symbol size)."""
-    syms = elf_symbols(k.library.obj)
+    syms = {s.name: s for s in elf.symbols(k.library.obj)}
     ir_lines = ir_function_lines(k.ir())
     asm_lines = asm_function_lines(k.asm() if asm is None else asm)
-    names = sorted({n for n, s in syms.items() if s["type"] == 2} | set(asm_lines))
+    names = sorted({n for n, s in syms.items() if s.type == elf.STT_FUNC} | set(asm_lines))
     rows = []
     for n in names:
         short = n[len(k.prefix) + 1:] if n.startswith(k.prefix + "_") else n
         rows.append({"function": short, "symbol": n, "exported": n.startswith(k.prefix + "_"),
                      "ir_lines": ir_lines.get(n), "asm_lines": asm_lines.get(n),
-                     "obj_bytes": syms.get(n, {}).get("size")})
+                     "obj_bytes": syms[n].size if n in syms else None})
     df = pd.DataFrame(rows)
     for c in ("ir_lines", "asm_lines", "obj_bytes"):
         df[c] = df[c].astype("Int64")
@@ -175,7 +133,7 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
         asm = k.asm()
         fn = function_sizes(k, asm).assign(backend=k.backend.name, variant=k.variant.tag())
         per_fn.append(fn)
-        secs = elf_sections(k.library.obj)
+        secs = elf.section_sizes(k.library.obj)
         per_set.append({
             "backend": k.backend.name, "variant": k.variant.tag(), "tail": k.variant.tail,
             "group": k.variant.group, "prefix": k.prefix,
@@ -198,10 +156,6 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str, Any]:
     """Generate the IR, compile it without the cache (cold), then load it from the disk cache
     (warm: the fastest of ``warm_repeats``).  In this process: LLVM is already initialised."""
-    from .. import jit
-    from ..backends import get
-    from ..kernels import generate
-
     be = get(backend)
     cpu_name = getattr(be, "llvm_cpu", None)  # as vgkernels.build compiles it
     t0 = time.perf_counter()
@@ -233,9 +187,6 @@ def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFra
 def selfcheck_table(backends: Sequence[str], cases: int) -> pd.DataFrame:
     """vgkernels.selfcheck per backend: random cases against the reference model and
     cryptography (plus Wycheproof vectors when the test extra is installed)."""
-    from ..backends import availability, get
-    from ..selfcheck import check_backend
-
     avail = availability()
     rows = []
     for name in backends:
@@ -257,9 +208,6 @@ def plot_compile_times(times: pd.DataFrame):
     """IR generation and cold compile (seconds) beside the warm load from the disk cache
     (milliseconds: on the seconds axis its bar would be invisible), legends outside the
     bars."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     if times.empty:
         return empty_figure("no kernel set was compiled", "Compile times")
     rows = max(2, times["backend"].nunique())
@@ -290,8 +238,6 @@ def plot_compile_times(times: pd.DataFrame):
 
 def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
     """What to use on this host: the best usable backend, unless its self-check failed."""
-    from ..backends import choose
-
     best = choose().name
     bad = set(check.loc[check["ok"].notna() & ~check["ok"].fillna(True).astype(bool),
                         "backend"]) if len(check) else set()
@@ -305,11 +251,8 @@ def recommendation(backends: pd.DataFrame, check: pd.DataFrame) -> str:
                            if checked else "."))
 
 
-def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
-                times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
-    """Computed statements about the host, backends, code size, compile times and the self-check."""
-    from ..backends import choose
-
+def _host_lines(cpu: Any, backends: pd.DataFrame) -> list[str]:
+    """The host's features, and which backends it can use (why not the others)."""
     usable = backends[backends["usable"]]
     lines = [f"The host is **{cpu.model}** (LLVM target `{cpu.llvm_cpu}`) with "
              f"{len(cpu.flags)} of the features vgkernels knows: {', '.join(cpu.flags) or 'none'}"
@@ -320,23 +263,51 @@ def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.Da
                  f"`{choose().name}`.")
     for r in backends[~backends["usable"]].itertuples():
         lines.append(f"`{r.backend}` is not usable: {r.reason}.")
+    return lines
+
+
+def _size_lines(sets: pd.DataFrame) -> list[str]:
+    """Object sizes of the kernel sets, and what tail=split adds over tail=full."""
+    big = sets.loc[sets["obj_bytes"].idxmax()]
+    small = sets.loc[sets["obj_bytes"].idxmin()]
+    lines = [f"{plural(len(sets), 'kernel set')} built; objects from "
+             f"{small.obj_bytes / 1024:.1f} KiB (`{small.backend}`, {small.variant}) to "
+             f"{big.obj_bytes / 1024:.1f} KiB (`{big.backend}`, {big.variant}), "
+             f"{fmt_range(sets['asm_lines'].min(), sets['asm_lines'].max(), ',.0f')} "
+             "instructions."]
+    wide = sets.pivot_table(index=["backend", "group"], columns="tail", values="obj_bytes",
+                            observed=True)
+    if {"full", "split"} <= set(wide.columns):
+        growth = (wide["split"] / wide["full"] - 1).dropna()
+        if len(growth):
+            lines.append("`tail=split` objects are "
+                         f"{fmt_range(100 * growth.min(), 100 * growth.max(), '+.0f', '%')}"
+                         " larger than `tail=full` ones (the separate ctr32 + ghash "
+                         "tail).")
+    return lines
+
+
+def _selfcheck_line(check: pd.DataFrame) -> str:
+    """The self-check's verdict over the backends it ran on."""
+    ran = check[check["ok"].notna()]
+    bad = ran[~ran["ok"].astype(bool)]
+    if len(ran) and not len(bad):
+        return (f"Self-check: {'all ' if len(ran) > 1 else ''}"
+                f"{plural(len(ran), 'checked backend')} ({fmt_list(ran['backend'])}) "
+                f"{'agrees' if len(ran) == 1 else 'agree'} with the reference model "
+                f"and cryptography on {int(ran['cases'].min())} random cases"
+                f"{' each' if len(ran) > 1 else ''}.")
+    if len(bad):
+        return f"Self-check **FAILED** on {fmt_list(bad['backend'])}: " + "; ".join(bad["detail"])
+    return "Self-check: no backend could be checked here."
+
+
+def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.DataFrame,
+                times: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    """Computed statements about the host, backends, code size, compile times and the self-check."""
+    lines = _host_lines(cpu, backends)
     if len(sets):
-        big = sets.loc[sets["obj_bytes"].idxmax()]
-        small = sets.loc[sets["obj_bytes"].idxmin()]
-        lines.append(f"{plural(len(sets), 'kernel set')} built; objects from "
-                     f"{small.obj_bytes / 1024:.1f} KiB (`{small.backend}`, {small.variant}) to "
-                     f"{big.obj_bytes / 1024:.1f} KiB (`{big.backend}`, {big.variant}), "
-                     f"{fmt_range(sets['asm_lines'].min(), sets['asm_lines'].max(), ',.0f')} "
-                     "instructions.")
-        wide = sets.pivot_table(index=["backend", "group"], columns="tail", values="obj_bytes",
-                                observed=True)
-        if {"full", "split"} <= set(wide.columns):
-            growth = (wide["split"] / wide["full"] - 1).dropna()
-            if len(growth):
-                lines.append("`tail=split` objects are "
-                             f"{fmt_range(100 * growth.min(), 100 * growth.max(), '+.0f', '%')}"
-                             " larger than `tail=full` ones (the separate ctr32 + ghash "
-                             "tail).")
+        lines += _size_lines(sets)
     if len(fns):
         ex = fns[fns["exported"]].dropna(subset=["obj_bytes"])
         if len(ex):
@@ -353,17 +324,5 @@ def conclusions(cpu: Any, backends: pd.DataFrame, sets: pd.DataFrame, fns: pd.Da
                      f" to generate the IR; loading from the disk cache takes "
                      f"{fmt_range(warm.min(), warm.max(), '.0f', ' ms')}.")
     if len(check):
-        ran = check[check["ok"].notna()]
-        bad = ran[~ran["ok"].astype(bool)]
-        if len(ran) and not len(bad):
-            lines.append(f"Self-check: {'all ' if len(ran) > 1 else ''}"
-                         f"{plural(len(ran), 'checked backend')} ({fmt_list(ran['backend'])}) "
-                         f"{'agrees' if len(ran) == 1 else 'agree'} with the reference model "
-                         f"and cryptography on {int(ran['cases'].min())} random cases"
-                         f"{' each' if len(ran) > 1 else ''}.")
-        elif len(bad):
-            lines.append(f"Self-check **FAILED** on {fmt_list(bad['backend'])}: "
-                         + "; ".join(bad["detail"]))
-        else:
-            lines.append("Self-check: no backend could be checked here.")
+        lines.append(_selfcheck_line(check))
     return lines

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
+
+from ..predict.mca import missing_reason
+from .session import project_root
 
 NOTEBOOKS = ("01_inventory", "02_block_counts", "03_tail_sizes", "04_copy_below",
              "05_two_slice", "06_peers_roofline", "07_predict", "08_constant_time",
@@ -30,8 +34,6 @@ def notebooks_dir(override: str | Path | None = None) -> Path:
     """The notebooks directory: ``override``, ``$VG_NOTEBOOKS``, the checkout the package
     was installed from (editable install), the copy inside an installed package, or a
     checkout at or above the current directory."""
-    from .session import project_root
-
     cands: list[Path] = []
     if override:
         cands.append(Path(override))
@@ -56,8 +58,6 @@ def copy_out(dest: str | Path, overwrite: bool = False, source: str | Path | Non
              ) -> list[Path]:
     """Copy the report notebooks (.ipynb, no outputs) into ``dest`` to open in JupyterLab;
     FileExistsError rather than overwrite one, unless ``overwrite``.  Returns the copies."""
-    import shutil
-
     src = notebooks_dir(source)
     dest = Path(dest)
     paths = discover(src)
@@ -72,8 +72,6 @@ def copy_out(dest: str | Path, overwrite: bool = False, source: str | Path | Non
 def skip_reason(name: str) -> str | None:
     """Why the batch must not run a notebook here (a tool it needs is missing), else None."""
     if name.endswith("_predict"):
-        from ..predict.mca import missing_reason
-
         return missing_reason()
     return None
 
@@ -99,6 +97,7 @@ def select(paths: list[Path], only: list[str] | None) -> list[Path]:
 
 def build(py: Path):
     """The notebook (nbformat v4, no outputs) a percent script describes."""
+    # lazy: jupytext and nbformat add 0.26 s to `vgkernels notebooks`, `report --list`, `-h`
     import jupytext
     import nbformat
 
@@ -123,7 +122,7 @@ def build(py: Path):
 
 def render(py: Path) -> str:
     """The .ipynb text generated from a percent script."""
-    import nbformat
+    import nbformat  # lazy: see build
 
     return nbformat.writes(build(py), version=4) + "\n"
 
@@ -144,7 +143,7 @@ def sync(directory: Path, check: bool = False) -> list[Path]:
 
 def strip_outputs(path: Path) -> bool:
     """Remove outputs and execution counts from an .ipynb in place; True if it changed."""
-    import nbformat
+    import nbformat  # lazy: see build
 
     nb = nbformat.read(path, as_version=4)
     dirty = False

@@ -10,7 +10,11 @@ page needs (CSS, figures as data URIs) is inlined by nbconvert already.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
+from urllib.parse import unquote
 
 # Wide DataFrames scroll inside their output box; cells wrap instead of being cut off.
 TABLE_CSS = """
@@ -43,6 +47,7 @@ _REMOTE_REF = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["
 
 def exporter():
     """An nbconvert HTMLExporter whose pages load nothing from the network."""
+    # lazy: nbconvert adds 0.33 s to every `vgkernels report` command, rendering or not
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
@@ -90,8 +95,6 @@ def local_links(text: str) -> list[str]:
 
 def dead_links(page: Path) -> list[str]:
     """Local links of an HTML page that do not resolve to a file next to it."""
-    from urllib.parse import unquote
-
     text = Path(page).read_text(encoding="utf-8")
     return [link for link in local_links(text)
             if not (Path(page).parent / unquote(link)).exists()]
@@ -99,8 +102,6 @@ def dead_links(page: Path) -> list[str]:
 
 def chromium() -> str | None:
     """The headless browser the report checks use (Debian's ``chromium``), if installed."""
-    import shutil
-
     return shutil.which("chromium") or next(
         (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
         None)
@@ -110,9 +111,6 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1600,
                browser: str | None = None, timeout: float = 120) -> Path:
     """A PNG of an HTML page as headless Chromium shows it (no network: the page must not
     need any).  RuntimeError when no browser is installed or no image came out."""
-    import subprocess
-    import tempfile
-
     browser = browser or chromium()
     if browser is None:
         raise RuntimeError("no Chromium installed (Debian package `chromium`)")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from .peerset import best_peers, peer_names, seal_times
 from .session import Profile, empty_figure, fmt_bytes, fmt_ns, get_profile, plural
@@ -157,8 +159,6 @@ def plot_throughput(df: pd.DataFrame):
     """GB/s against bytes (log x) per backend: vgkernels against its masked OpenSSL (the
     system's, and the one cryptography bundles, called natively) and cryptography (whose time
     includes the Python call)."""
-    import seaborn as sns
-
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
@@ -184,9 +184,6 @@ def plot_throughput(df: pd.DataFrame):
 def plot_all(df: pd.DataFrame):
     """Every backend's seal in one plot (solid), with its masked OpenSSL (dashed, same
     colour)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     b = tidy(df)
     if b.empty:
         return empty_figure("no throughput measured", "Throughput")
@@ -211,8 +208,6 @@ def plot_all(df: pd.DataFrame):
 
 def plot_roofline(rt: pd.DataFrame):
     """Each backend's seal and encrypt_blocks as a share of its CTR-only rate."""
-    import matplotlib.pyplot as plt
-
     if rt.empty:
         return empty_figure("no roofline measured", "Roofline")
     n = int(rt["n"].max())
@@ -280,6 +275,53 @@ def recommendation(df: pd.DataFrame) -> str:
             "measured).")
 
 
+def _top_vs_peers(st: pd.DataFrame, be: str, top: int, s_top: float) -> tuple[str, float]:
+    """(", R× the rate of the fastest peer ...; the others: ...", R) at the largest size;
+    ("", nan) without a peer there."""
+    at = st[(st["backend"] == be) & (st["n"] == top) & (st["who"] != "ours")]
+    if not len(at) or not np.isfinite(s_top):
+        return "", float("nan")
+    best = at.loc[at["ns"].idxmin()]
+    ratio = float(best["ns"]) / s_top
+    txt = (f", {ratio:.2f}× the rate of the fastest peer masked to the same features, "
+           f"{best['who']} ({top / float(best['ns']):.2f} GB/s)")
+    others = at[at["who"] != best["who"]]
+    if len(others):
+        txt += "; the others: " + ", ".join(
+            f"{w} {float(ns) / s_top:.2f}×" for w, ns in zip(others["who"], others["ns"],
+                                                            strict=True))
+    return txt, ratio
+
+
+def _at_16_bytes(b: pd.DataFrame, st: pd.DataFrame, be: str) -> str:
+    """"; at 16 B it takes ..." against the fastest peer there and cryptography's call."""
+    s16 = _at(b, be, "seal", 16)
+    if not np.isfinite(s16):
+        return ""
+    txt = f"; at 16 B it takes {fmt_ns(s16)}"
+    at16 = st[(st["backend"] == be) & (st["n"] == 16) & (st["who"] != "ours")]
+    if len(at16):
+        bst = at16.loc[at16["ns"].idxmin()]
+        txt += (f" against {fmt_ns(float(bst['ns']))} for the fastest peer there, "
+                f"{bst['who']} ({float(bst['ns']) / s16:.2f}×)")
+    c16 = _at(b, be, "cryptography_py", 16)
+    if np.isfinite(c16):
+        txt += f"; cryptography's AESGCM takes {fmt_ns(c16)} including its Python call"
+    return txt
+
+
+def _roofline_part(rt: pd.DataFrame, be: str) -> str:
+    """"; at N seal reaches P% of its CTR-only roofline ..." at the largest size measured."""
+    r = rt[rt["backend"] == be].sort_values("n") if len(rt) else rt
+    if not len(r) or not np.isfinite(r["seal share of ctr32"].iloc[-1]):
+        return ""
+    q = r.iloc[-1]
+    return (f"; at {fmt_bytes(int(q['n']))} seal reaches "
+            f"{q['seal share of ctr32']:.0%} of its CTR-only roofline "
+            f"({q['ctr32 GB/s']:.2f} GB/s of keystream), encrypt_blocks "
+            f"{q['encrypt_blocks share of ctr32']:.0%}")
+
+
 def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
     """Per backend: our rate at the largest size against the fastest peer masked to the same
     features (named; every peer's ratio after it), 16 B against the same, the roofline."""
@@ -292,40 +334,11 @@ def conclusions(df: pd.DataFrame, rt: pd.DataFrame) -> list[str]:
     ahead = []
     for be in dict.fromkeys(b["backend"]):
         s_top = _at(b, be, "seal", top)
-        txt = f"**{be}**: at {fmt_bytes(top)} it seals at {top / s_top:.2f} GB/s"
-        at = st[(st["backend"] == be) & (st["n"] == top) & (st["who"] != "ours")]
-        if len(at) and np.isfinite(s_top):
-            best = at.loc[at["ns"].idxmin()]
-            ratio = float(best["ns"]) / s_top
-            txt += (f", {ratio:.2f}× the rate of the fastest peer masked to the same features, "
-                    f"{best['who']} ({top / float(best['ns']):.2f} GB/s)")
-            others = at[at["who"] != best["who"]]
-            if len(others):
-                txt += "; the others: " + ", ".join(
-                    f"{w} {float(ns) / s_top:.2f}×" for w, ns in zip(others["who"],
-                                                                     others["ns"], strict=True))
-            if ratio > 1:
-                ahead.append(str(be))
-        at16 = st[(st["backend"] == be) & (st["n"] == 16) & (st["who"] != "ours")]
-        s16 = _at(b, be, "seal", 16)
-        if np.isfinite(s16):
-            txt += f"; at 16 B it takes {fmt_ns(s16)}"
-            if len(at16):
-                bst = at16.loc[at16["ns"].idxmin()]
-                txt += (f" against {fmt_ns(float(bst['ns']))} for the fastest peer there, "
-                        f"{bst['who']} ({float(bst['ns']) / s16:.2f}×)")
-            c16 = _at(b, be, "cryptography_py", 16)
-            if np.isfinite(c16):
-                txt += f"; cryptography's AESGCM takes {fmt_ns(c16)} including its Python call"
-        if len(rt):
-            r = rt[rt["backend"] == be].sort_values("n")
-            if len(r) and np.isfinite(r["seal share of ctr32"].iloc[-1]):
-                q = r.iloc[-1]
-                txt += (f"; at {fmt_bytes(int(q['n']))} seal reaches "
-                        f"{q['seal share of ctr32']:.0%} of its CTR-only roofline "
-                        f"({q['ctr32 GB/s']:.2f} GB/s of keystream), encrypt_blocks "
-                        f"{q['encrypt_blocks share of ctr32']:.0%}")
-        lines.append(txt + ".")
+        vs_peers, ratio = _top_vs_peers(st, be, top, s_top)
+        if ratio > 1:
+            ahead.append(str(be))
+        lines.append(f"**{be}**: at {fmt_bytes(top)} it seals at {top / s_top:.2f} GB/s"
+                     + vs_peers + _at_16_bytes(b, st, be) + _roofline_part(rt, be) + ".")
     seal = b[(b["op"] == "seal") & (b["n"] == top)]
     if len(seal) > 1:
         best = seal.loc[seal["gbps"].idxmax()]

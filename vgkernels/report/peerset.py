@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..bench.driver import NOISY_SPREAD
+
 SEAL_PEER_OPS = ("openssl", "openssl4_seal", "aead_seal")  # one seal in place per peer
 HEADLINE_PEER_SIZES = (1024, 16384)
 SMOKE_TEST = "smoke test, not for conclusions"  # what a tiny-profile report is
@@ -109,8 +111,6 @@ def best_peers(df: pd.DataFrame, sizes: tuple[int, ...] = HEADLINE_PEER_SIZES
 def noise_summary(df: pd.DataFrame) -> dict[str, Any]:
     """How noisy a sweep's rows were: cases, noisy cases (spread above the driver's
     threshold), the worst spread and where."""
-    from ..bench.driver import NOISY_SPREAD
-
     if df.empty or "spread" not in df:
         return {"cases": 0, "noisy": 0, "worst_spread": None, "worst": None,
                 "threshold": NOISY_SPREAD}
@@ -140,8 +140,6 @@ def banners(notes: dict[str, dict[str, Any]], profile: str) -> list[str]:
                                                       z["worst_spread"] > worst[0]):
                 worst = (z["worst_spread"], f"{name} / {s.get('label')}: {z.get('worst')}")
     if noisy:
-        from ..bench.driver import NOISY_SPREAD
-
         out.append(f"Noise: {noisy} of {cases} timed cases have a spread (relative IQR of "
                    f"their samples) above {NOISY_SPREAD:.0%}; worst {worst[0]:.2f} "
                    f"({worst[1]}). The machine was busy: read medians with their intervals.")

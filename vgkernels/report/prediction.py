@@ -7,13 +7,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+import seaborn as sns
 
+from ..predict import mca
+from ..predict.targets import CPUS
+from ..predict.validate import worst
 from .session import Profile
 
 
 def cpus(profile: Profile, requested: Sequence[str] | None = None) -> list[str]:
-    from ..predict.targets import CPUS
-
+    """The CPUs to predict: those requested, else two Zen models (tiny) or every target."""
     if requested:
         return list(requested)
     return ["znver3", "znver4"] if profile.tiny else list(CPUS)
@@ -64,13 +67,13 @@ def winners(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_per_cpu(win: pd.DataFrame) -> pd.DataFrame:
+    """Per CPU, the winners' row with the fewest predicted cycles per byte at 16 KiB."""
     return win.loc[win.groupby("cpu", sort=False)["cycles/B @16 KiB"].idxmin()].reset_index(
         drop=True)
 
 
 def plot(df: pd.DataFrame):
-    import seaborn as sns
-
+    """Predicted cycles per byte of the stitched loop: per CPU, backends by variant."""
     d = df[df["region"] == "stitch"]
     g = sns.catplot(d, kind="bar", x="backend", y="cycles_per_byte", hue="variant",
                     col="cpu", col_wrap=min(3, d["cpu"].nunique()), height=3.4, aspect=1.3,
@@ -82,8 +85,7 @@ def plot(df: pd.DataFrame):
 
 
 def plot_host(v: pd.DataFrame):
-    import seaborn as sns
-
+    """Measured against predicted cycles per byte on this host, per backend and loop."""
     g = sns.relplot(v, x="predicted_cycles_per_byte", y="measured_cycles_per_byte",
                     hue="backend", style="region", s=70, height=4.5, aspect=1.2)
     hi = float(max(v["predicted_cycles_per_byte"].max(), v["measured_cycles_per_byte"].max()))
@@ -103,8 +105,6 @@ def region_ratios(v: pd.DataFrame) -> pd.DataFrame:
 def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
     """Per CPU model: the resources llvm-mca gives vaesenc and vpclmulqdq at each width,
     and the ones both use (the question: does the model know they compete?)."""
-    from ..predict import mca
-
     regs = {"xmm": "%xmm", "ymm": "%ymm", "zmm": "%zmm"}
     rows = []
     for cpu in cpus_:
@@ -130,8 +130,7 @@ def shared_pipes(cpus_: Sequence[str]) -> pd.DataFrame:
 
 
 def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
-    from ..predict.validate import worst
-
+    """The notes' headline: the best backend and variant per CPU, the host's worst ratio."""
     out: dict[str, Any] = {"best_per_cpu": {r["cpu"]: f"{r['backend']} {r['best variant']}"
                                             for _, r in best_per_cpu(win).iterrows()}}
     st = v[v["region"] == "stitch"] if not v.empty else v
@@ -144,8 +143,8 @@ def headline(v: pd.DataFrame, win: pd.DataFrame) -> dict[str, Any]:
 
 def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
                 host_cpu: str) -> list[str]:
-    from ..predict.validate import worst
-
+    """Computed statements: what to build here, the winner per CPU, measured against
+    predicted on the host, and what each model says about the zmm AES and multiply pipes."""
     out = []
     best = best_per_cpu(win)
     here = best[best["cpu"] == host_cpu] if not best.empty else best

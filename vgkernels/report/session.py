@@ -33,7 +33,10 @@ from typing import Any
 
 import pandas as pd
 
-from .display import sig
+from .. import bench, machine
+from ..backends import choose, get, usable
+from .display import install, sig
+from .peerset import SMOKE_TEST, noise_summary
 
 PROFILES = ("tiny", "quick", "full")
 PROGRESS_ENV = "VG_REPORT_PROGRESS"  # a file the batch polls for "which sweep, how far"
@@ -106,8 +109,6 @@ def choose_backends(backends: str | Iterable[str] | None, profile: str | Profile
     sweeps).  None: every usable backend, or for ``tiny`` only the best one.  ``only``
     filters by backend row (e.g. ``lambda b: b.two_slice``).
     """
-    from ..backends import choose, get, usable
-
     prof = get_profile(profile)
     names = parse_backends(backends)
     if names is not None:
@@ -123,8 +124,6 @@ def choose_backends(backends: str | Iterable[str] | None, profile: str | Profile
 
 def host() -> str:
     """This machine's host name, safe as part of a file name."""
-    from .. import machine
-
     return machine.host_name()
 
 
@@ -141,8 +140,6 @@ def project_root(start: Path | None = None) -> Path | None:
 def default_out_dir(start: Path | None = None) -> Path:
     """reports/<date>-<host>-<llvm cpu>/ in the checkout (or the current directory); a second
     run gets -2, -3, ... rather than writing over the first."""
-    from .. import machine
-
     base = project_root(start) or Path.cwd()
     stem = base / "reports" / f"{date.today().isoformat()}-{machine.slug()}"
     path, n = stem, 1
@@ -255,9 +252,6 @@ class Notebook:
         """``vgkernels.bench.run`` with this profile's k / passes / sample length, results
         written into the report's data directory, progress reported to the batch, and the
         sweep's skips and errors kept for the notes (and shown)."""
-        from .. import bench
-        from .peerset import noise_summary
-
         bes = list(backends) if backends is not None else list(self.backends)
         label = label or name
         if not bes:
@@ -290,10 +284,10 @@ class Notebook:
             "files": [_rel(p, self.paths.out) for p in res.paths.values()]})
         self._save()
         if res.skipped or res.errors:
-            from IPython.display import Markdown, display
-
             lines = [f"- skipped: {m}" for m in res.skipped] + \
                     [f"- **error**: {m}" for m in res.errors]
+            from IPython.display import Markdown, display  # lazy: see display.install
+
             display(Markdown(f"Sweep `{label}` notes:\n\n" + "\n".join(lines)))
         return res
 
@@ -301,8 +295,6 @@ class Notebook:
     def figure(self, fig: Any, name: str, *, headline: bool = False, title: str | None = None,
                dpi: int = 110) -> Path:
         """Save a matplotlib figure (or seaborn grid) as <out>/figures/<notebook>-<name>.png."""
-        from .. import machine
-
         path = self.paths.figures / f"{self.name}-{name}.png"
         fig = getattr(fig, "figure", fig)  # FacetGrid / Axes -> Figure
         # the machine in the picture itself: a figure travels without its report
@@ -339,13 +331,13 @@ class Notebook:
                  recommendation: str | None = None):
         """Show conclusions (Markdown computed from the data) and keep them for the index;
         ``recommendation`` (what to do, computed too) opens them."""
-        from IPython.display import Markdown
-
         lines = [str(x) for x in lines if x]
         if recommendation:
             lines.insert(0, f"**Recommendation:** {recommendation}")
         self.conclusions.extend(lines)
         self._save()
+        from IPython.display import Markdown  # lazy: see display.install
+
         return Markdown(f"### {title}\n\n" + "\n".join(f"- {x}" for x in lines))
 
     def headline(self, numbers: dict[str, Any]) -> dict[str, Any]:
@@ -378,9 +370,7 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
           data_dir: str | Path | None = None, backends: str | Iterable[str] | None = None,
           only: Callable[[Any], bool] | None = None) -> Notebook:
     """Set up a notebook run: plotting theme, profile, backends, output directories."""
-    import seaborn as sns
-
-    from .display import install
+    import seaborn as sns  # lazy: +1.2 s on `vgkernels report` (the batch imports this module)
 
     sns.set_theme(style="whitegrid", context="notebook")
     install()  # every DataFrame the notebook shows: people's numbers, scrolling when wide
@@ -391,9 +381,7 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
     nb = Notebook(name, prof, choose_backends(backends, prof, only), Paths.make(out_dir, data_dir))
     nb._save()
     if prof.tiny:
-        from IPython.display import HTML, display
-
-        from .peerset import SMOKE_TEST
+        from IPython.display import HTML, display  # lazy: see display.install
 
         display(HTML(f"<p class='vg-banner'>{SMOKE_TEST.capitalize()}: the tiny profile takes "
                      "too few samples for these figures to mean anything.</p>"))
@@ -402,7 +390,7 @@ def start(name: str, profile: str = "quick", out_dir: str | Path | None = None,
 
 def empty_figure(message: str, title: str = ""):
     """A small figure that says why there is nothing to plot."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: +0.3 s on `vgkernels report`, as seaborn above
 
     fig, ax = plt.subplots(figsize=(6, 1.6))
     ax.axis("off")

@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import seaborn as sns
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
+from ..analysis import coef_table, excess, fit_cost, fit_grouped
+from ..backends import get
+from ..variant import Variant
 from .block_counts import PALETTE
 from .session import Profile, empty_figure, fmt_list, get_profile, plural
 
@@ -17,9 +22,6 @@ RTOL = 0.10  # excess: measured above the model by more than this
 
 def geometry(backend: str) -> tuple[int, int]:
     """(group, stitch_min) of a backend's default variant."""
-    from ..backends import get
-    from ..variant import Variant
-
     v = Variant().resolved(get(backend))
     return int(v.group), int(v.stitch_min)
 
@@ -59,8 +61,6 @@ def fit_models(df: pd.DataFrame, ops: tuple[str, ...] = ("seal", "gather")
                ) -> tuple[dict[tuple, Any], dict[tuple, Any]]:
     """(linear, grouped) cost models per (backend, tail, op), fitted to the best of the runs
     at each size."""
-    from ..analysis import fit_cost, fit_grouped
-
     t = tidy(df)
     lin: dict[tuple, Any] = {}
     grp: dict[tuple, Any] = {}
@@ -78,8 +78,6 @@ def fit_models(df: pd.DataFrame, ops: tuple[str, ...] = ("seal", "gather")
 
 def model_table(lin: dict[tuple, Any], grp: dict[tuple, Any]) -> pd.DataFrame:
     """One row per (backend, tail, op): both models' coefficients (ns) and fit quality."""
-    from ..analysis import coef_table
-
     by = ("backend", "tail", "op")
     a = coef_table(lin, by=by)
     if a.empty:
@@ -97,8 +95,6 @@ def model_table(lin: dict[tuple, Any], grp: dict[tuple, Any]) -> pd.DataFrame:
 
 def excess_table(df: pd.DataFrame, lin: dict[tuple, Any], rtol: float = RTOL) -> pd.DataFrame:
     """Measured against the linear model at every point, flagged above ``rtol``."""
-    from ..analysis import excess
-
     t = tidy(df)
     out = []
     for (be, tail, op), m in lin.items():
@@ -147,8 +143,6 @@ def remainder_cost(df: pd.DataFrame, op: str = "seal") -> pd.DataFrame:
 
 def plot_leftover(df: pd.DataFrame, op: str = "seal"):
     """ns added by t leftover blocks over the whole-group time, per backend."""
-    import seaborn as sns
-
     t = tidy(df)
     t = t[(t["op"] == op) & (t["partial"] == 0) & (t["leftover"] >= 0)]
     best = t.groupby(["backend", "tail", "groups_done", "leftover"], observed=True,
@@ -167,8 +161,6 @@ def plot_leftover(df: pd.DataFrame, op: str = "seal"):
                     style="after", col="backend", col_order=order,
                     col_wrap=min(3, len(order)) or 1, kind="line", marker="o",
                     height=3.3, aspect=1.3, facet_kws={"sharey": False, "sharex": False})
-    from matplotlib.ticker import MaxNLocator
-
     for ax in g.axes.flat:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     g.set_axis_labels("leftover blocks t", "ns over the whole-group time")
@@ -178,8 +170,6 @@ def plot_leftover(df: pd.DataFrame, op: str = "seal"):
 
 def plot_partial(df: pd.DataFrame, op: str = "seal"):
     """ns against partial bytes 0..15 on top of a fixed block count, per backend."""
-    import seaborn as sns
-
     t = tidy(df)
     t = t[t["op"] == op]
     at = t[t["partial"] > 0].groupby("backend", observed=True)["whole"].min()
@@ -194,8 +184,6 @@ def plot_partial(df: pd.DataFrame, op: str = "seal"):
                     col="backend", col_order=order, col_wrap=min(3, len(order)) or 1,
                     kind="line", marker="o", height=3.3, aspect=1.3,
                     facet_kws={"sharey": False})
-    from matplotlib.ticker import MaxNLocator
-
     for be, ax in g.axes_dict.items():
         w = int(at.get(be, 0))
         ax.set_title(f"{be}: {w} whole blocks + p bytes")
@@ -208,8 +196,6 @@ def plot_partial(df: pd.DataFrame, op: str = "seal"):
 def plot_excess(ex: pd.DataFrame, rtol: float = RTOL):
     """Measured / model - 1 per point (linear model), per backend; the dashed line is the
     flagging threshold."""
-    import seaborn as sns
-
     if ex.empty:
         return empty_figure("no models were fitted", "Excess over the model")
     e = ex[ex["op"] == "seal"].assign(series="tail=" + ex["tail"].astype(str))
@@ -221,7 +207,7 @@ def plot_excess(ex: pd.DataFrame, rtol: float = RTOL):
     for ax in g.axes.flat:
         ax.axhline(rtol, color="0.4", ls="--", lw=0.9)
         ax.axhline(0, color="0.6", lw=0.7)
-        ax.yaxis.set_major_formatter(__import__("matplotlib").ticker.PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     g.set_axis_labels("bytes", "measured / model − 1")
     g.figure.suptitle("Where the tail costs more than the linear model says (seal)", y=1.02)
     return g

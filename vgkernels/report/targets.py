@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
 from ..analysis import targets as at
 from ..bench import targets as bt
@@ -26,9 +28,6 @@ def measure(profile: Profile, backends: Sequence[str] | None = None) -> pd.DataF
 def heat_plot(raw: pd.DataFrame):
     """Heat map of seal_out time over output offsets, relative to the fastest, per backend
     and size (a figure)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     h = at.heat(raw, "place_io")
     fig, ax = plt.subplots(figsize=(11, 0.5 + 0.45 * max(1, len(h))))
     if not h.empty:

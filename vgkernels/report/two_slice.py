@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..backends import BACKENDS
 from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile
 
 THREAD_SIZES = (512, 768, 1024, 1500, 2000, 3000, 511, 767, 2047)
@@ -47,8 +49,6 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(tab: pd.DataFrame):
     """copy first / two-slice first against n per backend; n % 16 == 15 marked."""
-    import matplotlib.pyplot as plt
-
     if tab.empty or tab["two-slice first"].isna().all():
         return empty_figure("no backend with a two-slice path was measured",
                             "two-slice first vs copy first")
@@ -81,8 +81,6 @@ def plot(tab: pd.DataFrame):
 def conclusions(tab: pd.DataFrame, chosen: list[str], eligible: list[str]) -> list[str]:
     """Per backend, computed statements: two-slice first against copy first, n % 16 = 15 apart."""
     if not eligible:
-        from ..backends import BACKENDS
-
         have = [b.name for b in BACKENDS if has_two_slice(b)]
         return [f"No backend with a two-slice path is measured here (selected: "
                 f"{', '.join(chosen) or 'none'}; backends with one: "
