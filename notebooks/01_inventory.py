@@ -65,8 +65,7 @@ nb.table(exported.pivot_table(index="function", columns=["backend", "variant"],
 
 # %%
 if len(exported):
-    g = sns.catplot(data=exported.assign(obj_bytes=exported["obj_bytes"].astype(float),
-                                         tail=exported["variant"].str.extract(r"tail=(\w+)")[0]),
+    g = sns.catplot(data=exported.assign(obj_bytes=exported["obj_bytes"].astype(float)),
                     x="obj_bytes", y="function", hue="backend", col="tail", kind="bar",
                     height=5, aspect=1.0)
     g.set_axis_labels("machine code (bytes)", "")

@@ -131,11 +131,12 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     per_fn, per_set = [], []
     for k in sets:
         asm = k.asm()
-        fn = function_sizes(k, asm).assign(backend=k.backend.name, variant=k.variant.tag())
+        fn = function_sizes(k, asm).assign(backend=k.backend.name, variant=k.variant.tag(),
+                                           tail=str(k.variant.tail))
         per_fn.append(fn)
         secs = elf.section_sizes(k.library.obj)
         per_set.append({
-            "backend": k.backend.name, "variant": k.variant.tag(), "tail": k.variant.tail,
+            "backend": k.backend.name, "variant": k.variant.tag(), "tail": str(k.variant.tail),
             "group": k.variant.group, "prefix": k.prefix,
             "functions": int(len(fn)), "ir_lines": len(k.ir().splitlines()),
             "opt_ir_lines": len(k.library.optimised_ir().splitlines()),
@@ -145,8 +146,8 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
             "obj_bytes": len(k.library.obj)})
     fn_df = pd.concat(per_fn, ignore_index=True) if per_fn else pd.DataFrame()
     if len(fn_df):
-        fn_df = fn_df[["backend", "variant", "function", "exported", "ir_lines", "asm_lines",
-                       "obj_bytes", "symbol"]]
+        fn_df = fn_df[["backend", "variant", "tail", "function", "exported", "ir_lines",
+                       "asm_lines", "obj_bytes", "symbol"]]
     return pd.DataFrame(per_set), fn_df
 
 
@@ -170,7 +171,7 @@ def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str
         t0 = time.perf_counter()
         w = jit.compile_ir(prefix, text, be.llvm_features, cpu_name)
         warm.append(time.perf_counter() - t0)
-    return {"backend": backend, "variant": variant.tag(), "tail": variant.tail,
+    return {"backend": backend, "variant": variant.tag(), "tail": str(variant.tail),
             "generate_s": gen, "cold_compile_s": cold, "llvm_compile_s": lib.compile_seconds,
             "warm_load_s": min(warm), "warm_from_cache": w.from_cache,
             "obj_bytes": len(lib.obj)}
