@@ -63,14 +63,20 @@ class BulkFn:
             self.rk[w] = self.f.round_keys(self.ctx, nr, w)
             if w > 1:
                 self.rk[1] = self.f.round_keys(self.ctx, nr, 1)
-        self.bcast_pows: list[ir.Value] = []
-        self.bcast_folded: list[ir.Value | None] = []
-        if mode.hashed is not None:  # vector k of a group: H^(G-kW) in every lane
+        # dec's first loop takes groups of the backend's largest group (see
+        # stitched.counting_region): on vaes_avx2 16 blocks (8 ymm AES chains) against the
+        # default 8, measured 15% faster at 16-64 KiB; seal keeps G (its leftover, up to 2G - 1
+        # blocks plus the pending group, made 256 B-2 KiB slower with 16).
+        self.lead_group = max(params.backend.groups) if mode is DEC else g
+        assert 2 * self.lead_group <= abi.CTX_NPOW
+        # H^e in every lane (and its Karatsuba half-sum) for e = W, 2W, .., the largest group:
+        # vector k of a group of g blocks takes H^(g-kW)
+        self.bcast: dict[int, tuple[ir.Value, ir.Value | None]] = {}
+        if mode.hashed is not None:
             gh = self.f.gh
-            self.bcast_pows = [self.em.broadcast(self.f.power(self.ctx, g - j * w, 1), w)
-                               for j in range(params.v)]
-            self.bcast_folded = [gh.fold_halves(h) if gh.karatsuba else None
-                                 for h in self.bcast_pows]
+            for e in range(w, max(g, self.lead_group) + 1, w):
+                h = self.em.broadcast(self.f.power(self.ctx, e, 1), w)
+                self.bcast[e] = (h, gh.fold_halves(h) if gh.karatsuba else None)
 
     def keystream(self, ctr: ir.Value, w: int, nvec: int) -> list[ir.Value]:
         """counter_blocks then aes_rounds, all at once (no interleaving)."""
