@@ -20,6 +20,7 @@ is written once, in `vgkernels.api`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -463,8 +464,42 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
     blocks) are copied into the output and sealed there; others are gathered where they lie.
     A piece of >= 256 bytes then at most one byte takes the two-slice entry first."""
     e = PyEntry(module, f"{k}_py_encrypt_pieces", 6, 4)
+    count = _path_counter(module, e, k)
+    out_obj = e.arg(0)
+    nonce = e.acquire(e.arg(1), 1, False, E_BUFFER - 1)
+    aad = e.optional(e.arg(3), 2, E_BUFFER - 3)
+    text = _text_of_pieces(e, e.arg(2))
+    _limits(e, nonce, text.total, aad)
+    out = _pieces_output(e, out_obj, nonce, aad, text)
+    if two_slice:
+        _try_two_slice(e, k, count, nonce, aad, text, out)
+    _copy_or_gather(e, k, count, nonce, aad, text, out)
+    e.finish()
+
+
+@dataclass
+class _Pieces:
+    """The pieces tuple once acquired: its descriptors, their count, the total length and a
+    slot holding "every piece but the last is whole blocks"."""
+
+    desc: ir.Value
+    count: ir.Value
+    total: ir.Value
+    aligned_slot: ir.Value
+
+
+@dataclass
+class _Output:
+    """Where the result goes: the object returned, the ciphertext and the tag pointers."""
+
+    result: ir.Value
+    text: ir.Value
+    tag: ir.Value
+
+
+def _path_counter(module: ir.Module, e: PyEntry, k: str) -> Callable[[str], None]:
+    """How often each path ran (PATHS order), for tests and curious readers: one add a call."""
     b = e.b
-    # how often each path ran (PATHS order), for tests and curious readers: one add a call
     paths = ir.GlobalVariable(module, ir.ArrayType(i64, len(PATHS)), name=f"{k}_py_paths")
     paths.initializer = ir.Constant(ir.ArrayType(i64, len(PATHS)), None)
     paths.type = ptr
@@ -473,10 +508,13 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
         slot = b.gep(paths, [_c(8 * PATHS.index(path))], source_etype=i8)
         b.store(b.add(b.load(slot, typ=i64), _c(1)), slot)
 
-    out_obj = e.arg(0)
-    nonce = e.acquire(e.arg(1), 1, False, E_BUFFER - 1)
-    aad = e.optional(e.arg(3), 2, E_BUFFER - 3)
-    tup = e.arg(2)
+    return count
+
+
+def _text_of_pieces(e: PyEntry, tup: ir.Value) -> _Pieces:
+    """Acquire every piece; sum their lengths (checked against GCM's limit at each step) and
+    note whether all but the last are whole blocks."""
+    b = e.b
     total_slot = b.alloca(i64)
     total_slot.type = ptr
     aligned_slot = b.alloca(i1)
@@ -498,9 +536,15 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
                 aligned_slot)
 
     n_pieces, desc = e.pieces(tup, E_BUFFER - 2, each)
-    total = b.load(total_slot, typ=i64)
-    _limits(e, nonce, total, aad)
-    # the output: a new bytes object, or the caller's buffer checked against every input
+    return _Pieces(desc, n_pieces, b.load(total_slot, typ=i64), aligned_slot)
+
+
+def _pieces_output(e: PyEntry, out_obj: ir.Value, nonce: Buffer, aad: Buffer,
+                   text: _Pieces) -> _Output:
+    """A new bytes object (ciphertext || tag), or the caller's buffer checked against every
+    input: a piece exactly where its output goes is in place; any other overlap is refused."""
+    b = e.b
+    total = text.total
     none_bb, some_bb, join = (e.fn.append_basic_block(n) for n in ("out.new", "out.given",
                                                                    "out.join"))
     b.cbranch(e.is_none(out_obj), none_bb, some_bb)
@@ -514,7 +558,6 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
     e.guard(b.icmp_unsigned("<", given.n, total), E_OUT_SMALL)
     for o in (nonce, aad):
         e.guard(e.overlap(given, total, o), E_OVERLAP)
-    # a piece exactly where its output goes is in place; any other overlap is refused
     ovl = b.alloca(i1)
     ovl.type = ptr
     b.store(ir.Constant(i1, 0), ovl)
@@ -524,64 +567,75 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
         hit = b.and_(b.not_(exact), e.overlap(given, total, Buffer(pp, pn)))
         b.store(b.or_(b.load(ovl, typ=i1), hit), ovl)
 
-    e.each_piece(desc, n_pieces, check)
+    e.each_piece(text.desc, text.count, check)
     e.guard(b.load(ovl, typ=i1), E_OVERLAP)
     g_obj, g_tag = e.new_bytes(_c(16))
     some_end = b.block
     b.branch(join)
     b.position_at_end(join)
-    result = b.phi(ptr)
-    result.add_incoming(res, none_end)
-    result.add_incoming(g_obj, some_end)
-    out_p = b.phi(ptr)
-    out_p.add_incoming(res_p, none_end)
-    out_p.add_incoming(given.p, some_end)
-    tag_p = b.phi(ptr)
-    tag_p.add_incoming(res_tag, none_end)
-    tag_p.add_incoming(g_tag, some_end)
+    phis = []
+    for typ, (a, c) in ((ptr, (res, g_obj)), (ptr, (res_p, given.p)), (ptr, (res_tag, g_tag))):
+        phi = b.phi(typ)
+        phi.add_incoming(a, none_end)
+        phi.add_incoming(c, some_end)
+        phis.append(phi)
+    return _Output(*phis)
 
-    def finish_with(rc: ir.Value) -> None:
-        e.check_rc(rc, result)
-        e.leave(result)
 
-    if two_slice:
-        p0, p1 = desc, b.gep(desc, [_c(16)], source_etype=i8)
-        n0 = b.load(b.gep(p0, [_c(8)], source_etype=i8), typ=i64)
-        n1 = b.load(b.gep(p1, [_c(8)], source_etype=i8), typ=i64)
-        shape = b.and_(b.and_(b.icmp_unsigned("==", n_pieces, _c(2)),
-                              b.icmp_unsigned("==", nonce.n, _c(12))),
-                       b.icmp_unsigned("<=", aad.n, _c(16)))
-        with b.if_then(shape):
-            shape2 = b.and_(b.icmp_unsigned("<=", n1, _c(1)), b.icmp_unsigned(">=", n0, _c(256)))
-            with b.if_then(shape2):
-                rc = e.kernel(k, "seal_two_slice", [
-                    e.ctx, nonce.p, nonce.n, aad.p, aad.n, b.load(p0, typ=ptr), n0,
-                    b.load(p1, typ=ptr), n1, out_p, tag_p], total)
-                with b.if_then(b.icmp_signed("!=", rc, ir.Constant(i32, abi.RC_SHAPE))):
-                    count("seal_two_slice")
-                    finish_with(rc)
+def _finish_with(e: PyEntry, rc: ir.Value, out: _Output) -> None:
+    e.check_rc(rc, out.result)
+    e.leave(out.result)
+
+
+def _try_two_slice(e: PyEntry, k: str, count: Callable[[str], None], nonce: Buffer,
+                   aad: Buffer, text: _Pieces, out: _Output) -> None:
+    """A record shape (a piece of >= 256 bytes, then at most one byte; a 96-bit nonce, short
+    AAD) goes to seal_two_slice; RC_SHAPE from it means "not mine", and the general path runs."""
+    b = e.b
+    p0, p1 = text.desc, b.gep(text.desc, [_c(16)], source_etype=i8)
+    n0 = b.load(b.gep(p0, [_c(8)], source_etype=i8), typ=i64)
+    n1 = b.load(b.gep(p1, [_c(8)], source_etype=i8), typ=i64)
+    shape = b.and_(b.and_(b.icmp_unsigned("==", text.count, _c(2)),
+                          b.icmp_unsigned("==", nonce.n, _c(12))),
+                   b.icmp_unsigned("<=", aad.n, _c(16)))
+    with b.if_then(shape):
+        shape2 = b.and_(b.icmp_unsigned("<=", n1, _c(1)), b.icmp_unsigned(">=", n0, _c(256)))
+        with b.if_then(shape2):
+            rc = e.kernel(k, "seal_two_slice", [
+                e.ctx, nonce.p, nonce.n, aad.p, aad.n, b.load(p0, typ=ptr), n0,
+                b.load(p1, typ=ptr), n1, out.text, out.tag], text.total)
+            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(i32, abi.RC_SHAPE))):
+                count("seal_two_slice")
+                _finish_with(e, rc, out)
+
+
+def _copy_or_gather(e: PyEntry, k: str, count: Callable[[str], None], nonce: Buffer,
+                    aad: Buffer, text: _Pieces, out: _Output) -> None:
+    """Below the caller's threshold (aligned or not) copy the pieces into the output and seal
+    there; else seal_gather reads them where they lie."""
+    b = e.b
+    total = text.total
     aligned_below = b.load(b.gep(e.args, [_c(4)], source_etype=ptr), typ=ptr)
     unaligned_below = b.load(b.gep(e.args, [_c(5)], source_etype=ptr), typ=ptr)
     at = _small_int(e, aligned_below)
     ut = _small_int(e, unaligned_below)
-    threshold = b.select(b.load(aligned_slot, typ=i1), at, ut)
+    threshold = b.select(b.load(text.aligned_slot, typ=i1), at, ut)
     with b.if_else(b.icmp_unsigned("<", total, threshold)) as (copy, gather):
         with copy:
             count("seal")
-            _copy_pieces(e, desc, n_pieces, out_p)
-            rc_c = e.kernel(k, "seal", [e.ctx, nonce.p, nonce.n, aad.p, aad.n, out_p, total,
-                                        tag_p], total)
+            _copy_pieces(e, text.desc, text.count, out.text)
+            rc_c = e.kernel(k, "seal", [e.ctx, nonce.p, nonce.n, aad.p, aad.n, out.text, total,
+                                        out.tag], total)
             bb_c = b.block
         with gather:
             count("seal_gather")
-            rc_g = e.kernel(k, "seal_gather", [e.ctx, nonce.p, nonce.n, aad.p, aad.n, desc,
-                                               n_pieces, out_p, tag_p], total)
+            rc_g = e.kernel(k, "seal_gather", [e.ctx, nonce.p, nonce.n, aad.p, aad.n,
+                                               text.desc, text.count, out.text, out.tag], total)
             bb_g = b.block
     rc = b.phi(i32)
     rc.add_incoming(rc_c, bb_c)
     rc.add_incoming(rc_g, bb_g)
-    finish_with(rc)
-    e.finish()
+    _finish_with(e, rc, out)
 
 
 def _small_int(e: PyEntry, obj: ir.Value) -> ir.Value:

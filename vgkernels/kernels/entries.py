@@ -14,7 +14,9 @@ from ..abi import MAX_AAD, MAX_PLAINTEXT
 from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
+from . import short
 from .common import Fn, Params
+from .modes import DEC, ENC
 
 
 def _c(x: int) -> ir.Constant:
@@ -53,10 +55,7 @@ def build_helpers(module: ir.Module, params: Params) -> None:
     em, b = f.em, f.b
 
     def j0_96():
-        lo = b.zext(em.load_int(nonce, 0, i64), i128)
-        mid = b.shl(b.zext(em.load_int(nonce, 8, i32), i128), ir.Constant(i128, 64))
-        blk = em.from_i128(b.or_(b.or_(lo, mid), ir.Constant(i128, 1 << 120)))
-        return [blk]
+        return [short.counter_block(em, short.nonce_block(em, nonce), 1)]
 
     def j0_ghash():  # J0 = GHASH(IV || 0^s || [0]_64 || [len(IV)]_64)
         tmp = f.alloca_block(3)
@@ -130,10 +129,16 @@ def build_seal_out(module: ir.Module, params: Params, op: str = "seal_out") -> N
     else:
         ctx, nonce, nl, aad, al, inp, out, ln, tag = e.f.args
     e.check_lengths(nl, ln, al)
-    io, ej0 = e.start(ctx, nonce, nl, aad, al)
-    e.length_block(io, ln, al)
-    e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
-    e.em.store(e.tag(io, ej0), tag, 0)
+
+    def general():
+        io, ej0 = e.start(ctx, nonce, nl, aad, al)
+        e.length_block(io, ln, al)
+        e.call("vg.bulk.enc", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
+        return [e.tag(io, ej0)]
+    (t,) = e.em.if_else_values(
+        short.fits(e.b, nl, al, ln),
+        lambda: [e.call(short.symbol(ENC), [ctx, nonce, aad, al, inp, out, ln])], general, "short")
+    e.em.store(t, tag, 0)
     _ret(e.b, abi.RC_OK)
 
 
@@ -151,10 +156,16 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
     e.check_lengths(nl, ln, al)
     e.guard(b.or_(b.icmp_unsigned("<", tl, _c(4)), b.icmp_unsigned(">", tl, _c(16))),
             abi.RC_TAG_LENGTH)
-    io, ej0 = e.start(ctx, nonce, nl, aad, al)
-    e.length_block(io, ln, al)
-    e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
-    want = em.to_i128(e.tag(io, ej0))
+
+    def general():
+        io, ej0 = e.start(ctx, nonce, nl, aad, al)
+        e.length_block(io, ln, al)
+        e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
+        return [e.tag(io, ej0)]
+    (t,) = em.if_else_values(
+        short.fits(b, nl, al, ln),
+        lambda: [e.call(short.symbol(DEC), [ctx, nonce, aad, al, inp, out, ln])], general, "short")
+    want = em.to_i128(t)
     (given,) = em.if_else_values(
         b.icmp_unsigned("==", tl, _c(16)),
         lambda: [em.load_int(tag, 0, i128)],

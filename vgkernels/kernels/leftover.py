@@ -8,7 +8,8 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
 
   pending group    enc: hash the G blocks the loop stored last; dec: one more stitched group
   masked end       (AVX-512) fewer than u vectors + the partial block + the extra byte as one
-                   straight-line piece of m byte-masked vectors, emitted before the loop
+                   straight-line piece of m byte-masked vectors, emitted before the loop; in
+                   enc its keystream is emitted before the pending group (`end_keystream`)
   vectors          u vectors per iteration, then (without masks) one vector per iteration
   blocks           (without masks) one block per iteration
   partial block    (without masks) the last n < 16 bytes
@@ -65,6 +66,13 @@ class Leftover:
         self.r = b.add(b.add(npend, b.sub(e, i)),
                        b.add(b.zext(self.has_p, i64), b.zext(has_len, i64)))
         self.cur = Cursor(i, npend, ctr, fn.f.gh.zero_parts(fn.p.w), s)
+        self.ks: list[ir.Value] | None = None
+        u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
+        self.masked = fn.p.backend.masked and fn.p.w > 1 and u > 1
+        if self.masked and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
+            # the masked end's keystream BEFORE enc's pending group hash: its AES chains then
+            # start at once instead of queueing behind the group's multiplies
+            self.ks = self.end_keystream(self.cur, u)
         fn.mode.pending_first(self, pending)
 
     def power(self, q: ir.Value, width: int) -> ir.Value:
@@ -197,6 +205,42 @@ class Leftover:
         ctr, sums, x = em.if_else_values(self.has_p, go, lambda: [c.ctr, c.sums, c.x], "part")
         return Cursor(c.j, c.q, ctr, sums, x)
 
+    def end_start(self, c: Cursor, u: int) -> tuple[ir.Value, ir.Value]:
+        """(jt, nloop): where the u-vector loop will stop, and the blocks it takes."""
+        b, w = self.b, self.fn.p.w
+        span = b.sub(self.e, c.j)
+        nloop = b.sub(span, b.urem(span, _c(u * w)))
+        return b.add(c.j, nloop), nloop
+
+    def end_vectors(self, c: Cursor, u: int) -> ir.Value:
+        """How many vectors the masked end has (0..u)."""
+        b, fn = self.b, self.fn
+        jt, _ = self.end_start(c, u)
+        nrem = b.add(b.shl(b.sub(self.e, jt), _c(4)), self.p)
+        if fn.extra:
+            nrem = b.add(nrem, _c(1))
+        vb = 16 * fn.p.w
+        return b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
+
+    def end_keystream(self, c: Cursor, u: int) -> list[ir.Value]:
+        """The masked end's keystream, u vectors (zero past its own m): independent AES
+        chains, all in flight at once."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        _, nloop = self.end_start(c, u)
+        ctr_piece = ctrs.add(em, c.ctr, b.trunc(nloop, i32))
+        nvec = self.end_vectors(c, u)
+
+        def some(m: int):
+            return lambda: fn.keystream(ctr_piece, w, m) + [zero(w)] * (u - m)
+
+        def pick(m: int):
+            if m == u:
+                return some(m)
+            return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), some(m),
+                                             pick(m + 1), f"ks{m}")
+        return em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), lambda: [zero(w)] * u,
+                                 pick(1), "ks")
+
     def masked_end(self, c: Cursor, u: int) -> tuple[ir.Value, Parts, ir.Value]:
         """What the u-vector loop will leave (fewer than u vectors, the partial block, the
         extra byte) as one straight-line piece of m vectors, the last one byte-masked.  Emitted
@@ -206,13 +250,11 @@ class Leftover:
         sums, the state for the length block when no block at all precedes it)."""
         fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
         e, p = self.e, self.p
-        span = b.sub(e, c.j)
-        nloop = b.sub(span, b.urem(span, _c(u * w)))
-        jt = b.add(c.j, nloop)
+        jt, nloop = self.end_start(c, u)
         nrem_in = b.add(b.shl(b.sub(e, jt), _c(4)), p)
         nrem = b.add(nrem_in, _c(1)) if fn.extra else nrem_in
         vb = 16 * w
-        nvec = b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
+        nvec = self.end_vectors(c, u)
         first_here = b.icmp_unsigned("==", nloop, _c(0))  # the piece holds block 0
         x_piece = b.select(first_here, c.x, zero(w))
         # no block at all before the length block: the state goes to it
@@ -235,7 +277,7 @@ class Leftover:
                 data.append(d)
                 outs, ctr = data, ctr_piece
                 if fn.mode.keystream:
-                    ks = fn.keystream(ctr_piece, w, m)
+                    ks = fn.keystream(ctr_piece, w, m) if self.ks is None else self.ks[:m]
                     outs = [b.xor(x, k) for x, k in zip(data, ks, strict=True)]
                     for t in range(m - 1):
                         em.store(outs[t], dst, t * vb)
@@ -280,7 +322,7 @@ class Leftover:
         gh = fn.f.gh
         c = self.cur
         u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
-        masked = fn.p.backend.masked and w > 1 and u > 1
+        masked = self.masked
         if masked:
             ctr_end, c.sums, x_len = self.masked_end(c, u)
         if u > 1:

@@ -8,7 +8,7 @@ from llvmlite import ir
 
 from ..backends import Backend
 from ..variant import Variant, symbol_prefix
-from . import bulk, entries, gather, keysetup, stream
+from . import bulk, entries, gather, keysetup, short, stream
 from .common import Params
 
 
@@ -21,6 +21,7 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
     params = Params(backend, v, prefix)
     bulk.build_all(module, params)
     entries.build_helpers(module, params)
+    short.build_all(module, params)
     keysetup.build_key_init(module, params)
     entries.build_seal_out(module, params, "seal")
     entries.build_seal_out(module, params, "seal_out")
