@@ -95,6 +95,32 @@ def test_split_at_every_offset(backend):
         assert got == want, (backend, "cuts", k, j)
 
 
+def test_short_messages_through_the_gather(backend):
+    """Every text of 0..65 bytes (the short path's limit, 64, on both sides) as one piece, two
+    pieces cut at every offset and three pieces, with AAD of 0, 13, 16 and 17 bytes, through
+    the raw gather (copy_below=False); also the first piece already at its place in the
+    output (in place) and the output's bytes past the text left alone."""
+    r = rng("short-gather", backend)
+    a = AesGcm(KEY, backend=backend)
+    for al in (0, 13, 16, 17):
+        aad = rbytes(r, al)
+        for n in range(66):
+            pt = rbytes(r, n)
+            want = ref(KEY, NONCE, pt, aad)
+            where = (backend, al, n)
+            assert a.encrypt(NONCE, [pt], aad, copy_below=False) == want, where
+            for k in range(n + 1):
+                got = a.encrypt(NONCE, [pt[:k], pt[k:]], aad, copy_below=False)
+                assert got == want, where + ("cut", k)
+            j = (n * 7) // 10
+            k = j // 3
+            assert a.encrypt(NONCE, [pt[:k], pt[k:j], pt[j:]], aad, copy_below=False) == want
+            out = bytearray(pt[:k] + bytes(n - k) + b"\xa5" * 16)
+            tag = a.encrypt_into(out, NONCE, [memoryview(out)[:k], pt[k:]], aad,
+                                 copy_below=False)
+            assert bytes(out[:n]) + bytes(tag) == want and out[n:] == b"\xa5" * 16, where
+
+
 def tls_lengths(backend: str) -> list[int]:
     """n in 256..1100 with every residue mod 16 appearing several times (5, or 3 on the slow
     portable backend)."""
