@@ -179,6 +179,16 @@ def _intr(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir
 def _seal_signature() -> ir.FunctionType:
     return ir.FunctionType(i32, [ptr, ptr, i64, ptr, i64, ptr, i64, ptr])
 
+def _loop_function(module: ir.Module, name: str
+                   ) -> tuple[ir.Function, ir.IRBuilder, ir.Block, ir.Block, ir.Block]:
+    """A noinline function of the seal signature (so the driver times it like a kernel) with
+    its entry, loop and done blocks; the builder stands in entry."""
+    f = ir.Function(module, _seal_signature(), name=name)
+    f.attributes.add("noinline")
+    entry, loop, done = (f.append_basic_block(n) for n in ("entry", "loop", "done"))
+    return f, ir.IRBuilder(entry), entry, loop, done
+
+
 
 def _load_vec(b: ir.IRBuilder, base: ir.Value, w: int, slot: int) -> ir.Value:
     p = b.gep(base, [ir.Constant(i64, 64 * slot)], source_etype=i8)
@@ -200,11 +210,8 @@ def _sink(b: ir.IRBuilder, values: list[ir.Value], tag: ir.Value) -> None:
 def emit_mix_loop(module: ir.Module, spec: MixLoop) -> ir.Function:
     """The loop function of ``spec`` (seal signature; ``len`` bytes, rounded down to whole
     iterations)."""
-    f = ir.Function(module, _seal_signature(), name=spec.name())
-    f.attributes.add("noinline")
+    f, b, entry, loop, done = _loop_function(module, spec.name())
     ctx, _, _, _, _, _, length, tag = f.args
-    entry, loop, done = (f.append_basic_block(n) for n in ("entry", "loop", "done"))
-    b = ir.IRBuilder(entry)
     w = spec.width
     key = _load_vec(b, ctx, w, 0)  # one round key: the rounds' timing does not depend on it
     states0 = [_load_vec(b, ctx, w, 1 + c % 8) for c in range(spec.chains)]
@@ -288,11 +295,8 @@ class FloorChain:
 def emit_floor_chain(module: ir.Module, spec: FloorChain) -> ir.Function:
     """``len`` links of: AES(x) -> c = ks ^ p -> GHASH parts of c * H^2 (+ the AAD's and the
     length block's parts, loop invariant) -> reduce -> ^ E(J0) -> x of the next link."""
-    f = ir.Function(module, _seal_signature(), name=spec.name())
-    f.attributes.add("noinline")
+    f, b, entry, loop, done = _loop_function(module, spec.name())
     ctx, _, _, _, _, _, links, tag = f.args
-    entry, loop, done = (f.append_basic_block(n) for n in ("entry", "loop", "done"))
-    b = ir.IRBuilder(entry)
     w = spec.width
     vt = vec(w)
     # two round keys alternating: the latency does not depend on their values, and eleven
