@@ -121,6 +121,22 @@ def test_short_messages_through_the_gather(backend):
             assert bytes(out[:n]) + bytes(tag) == want and out[n:] == b"\xa5" * 16, where
 
 
+def test_short_records_take_the_two_slice_entry(backend):
+    """A record the short path takes (n + 1 <= 64 bytes) goes to the two-slice entry where it is
+    built (the byte by value, no copy); 65..255 bytes stay with copy or gather."""
+    a = AesGcm(KEY, backend=backend)
+    s, spy = spied(backend)
+    for n in (0, 1, 15, 16, 31, 62, 63, 64, 127, 200, 255):
+        r = rng("tls-short", n)
+        pt, aad = rbytes(r, n + 1), rbytes(r, n % 17)
+        want = ref(KEY, NONCE, pt, aad)
+        spy.clear()
+        assert s.encrypt(NONCE, [pt[:n], pt[n:]], aad) == want, (backend, n)
+        takes = a.backend.two_slice and n + 1 <= 64
+        assert (spy.calls == ["two_slice"]) == takes, (backend, n, spy.calls)
+        assert a.encrypt(NONCE, [pt[:n], pt[n:]], aad, copy_below=False) == want, (backend, n)
+
+
 def tls_lengths(backend: str) -> list[int]:
     """n in 256..1100 with every residue mod 16 appearing several times (5, or 3 on the slow
     portable backend)."""

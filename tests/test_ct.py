@@ -9,7 +9,7 @@ import shutil
 import pytest
 from helpers import BACKEND_NAMES
 
-from vgkernels.ct import check_backend, irparse
+from vgkernels.ct import check_backend, irparse, machine
 from vgkernels.ct.controls import check_controls
 from vgkernels.variant import Variant
 
@@ -71,3 +71,18 @@ def test_controls_are_caught_at_their_leak():
     mach = {(m.function.rsplit("_", 1)[-1], m.kind) for m in r.machine_findings()
             if m.explained_by is None}
     assert mach == {("init", "address"), ("open", "jump"), ("seal", "jump")}
+
+
+def test_padding_nop_behind_a_prefix_is_no_access():
+    """objdump prints a padding nop with a segment prefix as "cs nopw 0x0(%rax,%rax,1)": it
+    reads no memory, so a byte just loaded into %rax must not make it an address finding; a
+    real access through that byte still is one."""
+    text = """0000000000000000 <f>:
+   0:	movzbl (%rdi),%eax
+   3:	cs nopw 0x0(%rax,%rax,1)
+   d:	data16 cs nopw 0x0(%rax,%rax,1)
+  18:	mov    (%rsi,%rax,1),%rcx
+"""
+    fn = machine.check_function(machine.parse(text)["f"])
+    assert [i.mnemonic for i in fn.insns] == ["movzbl", "nopw", "nopw", "mov"]
+    assert [f.address for f in fn.findings if f.kind == "address"] == [0x18]

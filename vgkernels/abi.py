@@ -155,7 +155,7 @@ SIGNATURES: dict[str, tuple[object, list[object], str]] = {
         INT, [P, P, P], "(const void *ctx, void *state, uint8_t tag[16])"),
 }
 
-# Only backends with `two_slice` export it: the TLS record shape (a piece of >= 256 bytes,
+# Only backends with `two_slice` export it: the TLS record shape (a piece of any length,
 # then at most one byte; 96-bit nonce; AAD <= 16 bytes).  Returns -7 when the shape does not
 # qualify, so the caller falls back to seal_gather.
 TWO_SLICE_SIGNATURE = (

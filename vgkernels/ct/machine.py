@@ -31,6 +31,7 @@ from .irparse import split_top_level
 
 _FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(?:\{\w+\}\s+)?([a-z][a-z0-9.]*)\s*(.*?)\s*(?:#.*)?$")
+_PREFIXES = ("cs", "ds", "data16")  # printed as the mnemonic before the real one
 _REG = re.compile(r"%([a-z][a-z0-9]*)")
 _GPR = {}
 for _i, _n in enumerate(("a", "b", "c", "d")):
@@ -116,9 +117,11 @@ def parse(text: str) -> dict[str, MachineFunction]:
             continue
         m = _INSN.match(line)
         if m:
-            ops = m.group(3)
+            mn, ops = m.group(2), m.group(3)
+            while mn in _PREFIXES and ops:  # "cs nopw 0x0(%rax,%rax,1)": padding, not an access
+                mn, _, ops = ops.partition(" ")
             ops = re.sub(r"\s*<[^>]*>", "", ops)
-            cur.insns.append(Insn(int(m.group(1), 16), m.group(2), split_top_level(ops)))
+            cur.insns.append(Insn(int(m.group(1), 16), mn, split_top_level(ops)))
     return funcs
 
 

@@ -181,17 +181,25 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
 
 
 def build_two_slice(module: ir.Module, params: Params) -> None:
-    """seal_two_slice: the TLS record shape, a piece of >= 256 bytes then at most one byte,
-    96-bit nonce, AAD <= 16 bytes.  The stitched function takes the byte as an argument and
-    puts it into its final masked vector: one pass, one reduction, whatever n % 16 is."""
+    """seal_two_slice: the TLS record shape, a piece then at most one byte, 96-bit nonce, AAD
+    <= 16 bytes.  The stitched function takes the byte as an argument and puts it into its
+    final masked vector: one pass, one reduction, whatever n % 16 is.  A text the short path
+    takes goes there, the byte passed by value the same way (vg.short.enc.byte)."""
     e = Entry(module, params, "seal_two_slice",
               [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
     em, b, f = e.em, e.b, e.f
     ctx, nonce, nl, aad, al, p0, n0, p1, n1, out, tag = f.args
     shape = b.and_(b.and_(b.icmp_unsigned("==", nl, _c(12)), b.icmp_unsigned("<=", al, _c(16))),
-                   b.and_(b.icmp_unsigned(">=", n0, _c(256)), b.icmp_unsigned("<=", n1, _c(1))))
+                   b.icmp_unsigned("<=", n1, _c(1)))
     e.guard(b.not_(shape), abi.RC_SHAPE)
     e.guard(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT - 1)), abi.RC_TEXT_TOO_LONG)
+    with b.if_then(short.fits(b, nl, al, b.add(n0, n1))):
+        (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
+                                    lambda: [em.load_int(p1, 0, i8)],
+                                    lambda: [ir.Constant(i8, 0)], "sbyte")
+        t = e.call(short.symbol(ENC, extra=True), [ctx, nonce, aad, al, p0, out, n0, byte, n1])
+        em.store(t, tag, 0)
+        _ret(b, abi.RC_OK)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, b.add(n0, n1), al)
     seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))

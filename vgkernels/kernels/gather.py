@@ -68,6 +68,7 @@ class Gather:
         refuses overlaps other than a piece already at its place, which copies onto itself."""
         em, b = self.em, self.b
         with b.if_then(short.fits(b, self.nl, self.al, total)):
+            self.short_record()
             with em.loop("scopy", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
                          k=_c(0), pos=_c(0)) as v:
                 p, n = self.piece(v.k)
@@ -84,6 +85,28 @@ class Gather:
                                                 self.out, self.out, total])
             em.store(t, self.tag, 0)
             b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
+
+    def short_record(self) -> None:
+        """One piece, or a piece then at most one byte (the TLS record shape), needs no copy:
+        the short path reads the first piece where it lies and takes the byte by value into its
+        last block's register (vg.short.enc.byte)."""
+        em, b = self.em, self.b
+        i8 = ir.IntType(8)
+        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(2))):
+            (p0, n0), (p1, n1) = self.piece(_c(0)), self.piece(_c(1))
+            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
+                (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
+                                            lambda: [em.load_int(p1, 0, i8)],
+                                            lambda: [ir.Constant(i8, 0)], "sbyte")
+                self.short_call(short.symbol(ENC, extra=True), p0, n0, [byte, n1])
+        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(1))):
+            p0, n0 = self.piece(_c(0))
+            self.short_call(short.symbol(ENC), p0, n0, [])
+
+    def short_call(self, fn: str, p0: ir.Value, n0: ir.Value, more: list[ir.Value]) -> None:
+        t = self.e.call(fn, [self.ctx, self.nonce, self.aad, self.al, p0, self.out, n0, *more])
+        self.em.store(t, self.tag, 0)
+        self.b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
 
     def start(self, total: ir.Value) -> None:
         self.io, self.ej0 = self.e.start(self.ctx, self.nonce, self.nl, self.aad, self.al)

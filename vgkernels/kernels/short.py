@@ -20,7 +20,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..ir import aes, partial
-from ..ir.core import Emitter, dvec, i32, i64, ptr, vec, zero
+from ..ir.core import Emitter, dvec, i8, i32, i64, i128, ptr, vec, zero
 from .common import NR, Fn, Params
 from .modes import DEC, ENC, Mode
 
@@ -69,6 +69,14 @@ def load_upto16(fn: Fn, p: ir.Value, n: ir.Value) -> ir.Value:
     return v
 
 
+def with_byte(fn: Fn, v: ir.Value, at: ir.Value, byte: ir.Value) -> ir.Value:
+    """v (zero from byte ``at`` on, at in 0..16) with ``byte`` at position ``at``; a zero byte
+    leaves v as it is, so at = 16 takes byte = 0 (the shift is reduced mod 16: never poison)."""
+    em, b = fn.em, fn.b
+    sh = b.zext(b.shl(b.and_(at, ir.Constant(i64, 15)), ir.Constant(i64, 3)), i128)
+    return em.from_i128(b.or_(em.to_i128(v), b.shl(b.zext(byte, i128), sh)))
+
+
 def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em, b = fn.em, fn.b
     if fn.params.backend.masked:
@@ -85,17 +93,28 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
 
 
-def symbol(mode: Mode) -> str:
-    return f"vg.short.{mode.name}"
+def symbol(mode: Mode, extra: bool = False) -> str:
+    return f"vg.short.{mode.name}" + (".byte" if extra else "")
 
 
-def build_short(module: ir.Module, params: Params, mode: Mode) -> None:
+def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
-    16 * SHORT_BLOCKS."""
-    f = Fn(module, params, symbol(mode), vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64])
+    16 * SHORT_BLOCKS.
+
+    ``extra``: vg.short.<mode>.byte(ctx, nonce, aad, aad_len, in, out, len0, byte, nb), the
+    record shape: len0 bytes at ``in`` then nb (0 or 1) more, ``byte`` (0 when nb is 0), passed
+    by value.  The byte goes into the last block's register (after the len0 - 16(m-1) bytes read
+    from ``in``): the text of two pieces is sealed where it lies, with no copy to assemble it
+    and no store-to-load forwarding stall on the assembled block.  The caller checks
+    len0 + nb <= 16 * SHORT_BLOCKS."""
+    args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
+    f = Fn(module, params, symbol(mode, extra), vec(1), args)
     em, b = f.em, f.b
-    ctx, nonce, aad, al, inp, out, ln = f.args
+    ctx, nonce, aad, al, inp, out, ln = f.args[:7]
+    if extra:
+        byte, nb = f.args[7:]
+        ln = b.add(ln, nb)  # the text's length: the last block holds the byte
     nv = nonce_block(em, nonce)
     a = em.bswap_lanes(load_upto16(f, aad, al))
     lens = b.insert_element(zero(1), b.shl(ln, ir.Constant(i64, 3)), ir.Constant(i32, 0))
@@ -114,7 +133,13 @@ def build_short(module: ir.Module, params: Params, mode: Mode) -> None:
             last_n = b.sub(ln, ir.Constant(i64, 16 * (m - 1)))
         for k in range(m):
             src, dst = em.gep(inp, 16 * k), em.gep(out, 16 * k)
-            d = em.load(src) if k < m - 1 else load_upto16(f, src, last_n)
+            if k < m - 1:
+                d = em.load(src)
+            elif extra:
+                d = with_byte(f, load_upto16(f, src, b.sub(last_n, nb)), b.sub(last_n, nb),
+                              byte)
+            else:
+                d = load_upto16(f, src, last_n)
             o = b.xor(d, ks[k])
             if k < m - 1:
                 em.store(o, dst)
@@ -153,6 +178,7 @@ def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value) -> ir.Value:
 def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
         build_short(module, params, mode)
+    build_short(module, params, ENC, extra=True)
 
 
-__all__ = ["MAX_AAD", "SHORT_BLOCKS", "build_all", "fits", "nonce_block", "symbol"]
+__all__ = ["MAX_AAD", "SHORT_BLOCKS", "build_all", "fits", "nonce_block", "symbol", "with_byte"]
