@@ -4,6 +4,8 @@ Whole blocks of a piece go straight through the stitched loop (out of place).  A
 between pieces is assembled in a register (the *carry*, ``cn`` bytes of it filled), encrypted
 and hashed on its own.  The last piece's own end and the length block finish inside the stitched
 function when no split block is pending; otherwise ``finish_split_block`` does them here.
+One piece, or a piece then at most one byte (the TLS record shape), goes to vg.record first
+(``entries.build_record``, the body of seal_two_slice too).
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from ..ir import partial
 from ..ir.core import i1, i64, i128, ptr
 from . import short
 from .common import Params
-from .entries import Entry, seal_with_byte
+from .entries import RECORD, Entry
 from .modes import ENC
+
+ARGS = [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
+GENERAL = "vg.gather.general"
 
 
 def _c(x: int) -> ir.Constant:
@@ -30,10 +35,10 @@ def _c(x: int) -> ir.Constant:
 class Gather:
     """The function under construction and the values every step reads."""
 
-    def __init__(self, module: ir.Module, params: Params):
+    def __init__(self, module: ir.Module, params: Params, name: str = "seal_gather",
+                 exported: bool = True):
         self.params = params
-        self.e = Entry(module, params, "seal_gather",
-                       [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr])
+        self.e = Entry(module, params, name, ARGS, exported)
         self.em, self.b, self.f = self.e.em, self.e.b, self.e.f
         (self.ctx, self.nonce, self.nl, self.aad, self.al, self.pieces, self.npieces, self.out,
          self.tag) = self.f.args
@@ -68,7 +73,6 @@ class Gather:
         refuses overlaps other than a piece already at its place, which copies onto itself."""
         em, b = self.em, self.b
         with b.if_then(short.fits(b, self.nl, self.al, total)):
-            self.short_record()
             with em.loop("scopy", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
                          k=_c(0), pos=_c(0)) as v:
                 p, n = self.piece(v.k)
@@ -86,42 +90,22 @@ class Gather:
             em.store(t, self.tag, 0)
             b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
 
-    def short_record(self) -> None:
-        """One piece, or a piece then at most one byte (the TLS record shape), needs no copy:
-        the short path reads the first piece where it lies and takes the byte by value into its
-        last block's register (vg.short.enc.byte)."""
-        em, b = self.em, self.b
-        i8 = ir.IntType(8)
-        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(2))):
-            (p0, n0), (p1, n1) = self.piece(_c(0)), self.piece(_c(1))
-            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
-                (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
-                                            lambda: [em.load_int(p1, 0, i8)],
-                                            lambda: [ir.Constant(i8, 0)], "sbyte")
-                self.short_call(short.symbol(ENC, extra=True), p0, n0, [byte, n1])
-        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(1))):
-            p0, n0 = self.piece(_c(0))
-            self.short_call(short.symbol(ENC), p0, n0, [])
-
-    def short_call(self, fn: str, p0: ir.Value, n0: ir.Value, more: list[ir.Value]) -> None:
-        t = self.e.call(fn, [self.ctx, self.nonce, self.aad, self.al, p0, self.out, n0, *more])
-        self.em.store(t, self.tag, 0)
-        self.b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
-
     def start(self, total: ir.Value) -> None:
         self.io, self.ej0 = self.e.start(self.ctx, self.nonce, self.nl, self.aad, self.al)
         self.e.length_block(self.io, total, self.al)
 
-    def two_slice_shortcut(self) -> None:
-        """A piece then at most one byte (a TLS record) is one stitched call, whatever the
-        lengths."""
+    def record_shortcut(self) -> None:
+        """One piece, or a piece then at most one byte (the TLS record shape), is vg.record's:
+        read where it lies, the byte by value, before any of the general path's work."""
         b = self.b
+        args = [self.ctx, self.nonce, self.nl, self.aad, self.al]
         with b.if_then(b.icmp_unsigned("==", self.npieces, _c(2))):
             (p0, n0), (p1, n1) = self.piece(_c(0)), self.piece(_c(1))
             with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
-                seal_with_byte(self.e, self.ctx, self.io, p0, n0, p1, n1, self.out,
-                               self.e.pub_ctr(self.nl))
-                self.store_tag()
+                b.ret(self.e.call(RECORD, [*args, p0, n0, p1, n1, self.out, self.tag]))
+        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(1))):
+            p0, n0 = self.piece(_c(0))
+            b.ret(self.e.call(RECORD, [*args, p0, n0, p0, _c(0), self.out, self.tag]))
 
     def top_up(self, s: SimpleNamespace) -> None:
         """Fill the split block from the head of the piece; a full one is sealed alone."""
@@ -234,17 +218,30 @@ class Gather:
         self.b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
 
 
-def build_gather(module: ir.Module, params: Params) -> None:
-    g = Gather(module, params)
+def build_general(g: Gather) -> None:
+    """Any pieces: the short path after a copy, else the pieces where they lie."""
     total, last, over = g.total_length()
     g.e.check_lengths(g.nl, None, g.al)
     g.e.guard(over, abi.RC_TEXT_TOO_LONG)
     g.short_message(total)
     g.start(total)
-    if params.backend.two_slice:
-        g.two_slice_shortcut()
     g.finish_split_block(g.pieces_loop(last))
     g.store_tag()
+
+
+def build_gather(module: ir.Module, params: Params) -> None:
+    if not params.backend.two_slice:
+        build_general(Gather(module, params))
+        return
+    # The exported entry only dispatches: the record shape to vg.record, the rest to the
+    # general gather, a function of its own so that the record path does not pay its frame
+    # (callee-saved registers, stack) on the way in.
+    general = Gather(module, params, GENERAL, exported=False)
+    general.f.fn.attributes.add("noinline")
+    build_general(general)
+    g = Gather(module, params)
+    g.record_shortcut()
+    g.b.ret(g.e.call(GENERAL, list(g.f.args)))
 
 
 __all__ = ["build_gather"]

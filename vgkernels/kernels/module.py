@@ -27,6 +27,8 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
     entries.build_seal_out(module, params, "seal_out")
     entries.build_open_out(module, params, "open")
     entries.build_open_out(module, params, "open_out")
+    if backend.two_slice:  # the record body needs the stitched function with the byte
+        entries.build_record(module, params)
     gather.build_gather(module, params)
     entries.build_inner(module, params)
     stream.build_stream(module, params)
