@@ -96,16 +96,17 @@ class Gather:
 
     def record_shortcut(self) -> None:
         """One piece, or a piece then at most one byte (the TLS record shape), is vg.record's:
-        read where it lies, the byte by value, before any of the general path's work."""
+        read where it lies, the byte by value, before any of the general path's work (one
+        inlined copy of vg.record for both counts)."""
         b = self.b
-        args = [self.ctx, self.nonce, self.nl, self.aad, self.al]
-        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(2))):
-            (p0, n0), (p1, n1) = self.piece(_c(0)), self.piece(_c(1))
-            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
-                b.ret(self.e.call(RECORD, [*args, p0, n0, p1, n1, self.out, self.tag]))
-        with b.if_then(b.icmp_unsigned("==", self.npieces, _c(1))):
+        one = b.icmp_unsigned("==", self.npieces, _c(1))
+        with b.if_then(b.or_(one, b.icmp_unsigned("==", self.npieces, _c(2)))):
             p0, n0 = self.piece(_c(0))
-            b.ret(self.e.call(RECORD, [*args, p0, n0, p0, _c(0), self.out, self.tag]))
+            p1, n1 = self.em.if_else_values(b.not_(one), lambda: list(self.piece(_c(1))),
+                                            lambda: [p0, _c(0)], "rec2")
+            with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
+                b.ret(self.e.call(RECORD, [self.ctx, self.nonce, self.nl, self.aad, self.al,
+                                           p0, n0, p1, n1, self.out, self.tag]))
 
     def top_up(self, s: SimpleNamespace) -> None:
         """Fill the split block from the head of the piece; a full one is sealed alone."""
