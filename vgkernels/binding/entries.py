@@ -29,7 +29,6 @@ from ..abi import MAX_AAD, MAX_PLAINTEXT
 from ..backends import Backend
 from ..buffers import _PLAIN
 from ..ir.core import i1, i8, i32, i64, ptr, void
-from ..kernels.short import SHORT_BLOCKS
 from . import capi
 
 # Codes of the entries' own checks: negative like the kernels' (success is >= 0: bytes, 0, or
@@ -463,8 +462,7 @@ def _pieces(module: ir.Module, k: str, two_slice: bool) -> None:
 
     Texts shorter than the threshold (aligned: every piece but the last a whole number of
     blocks) are copied into the output and sealed there; others are gathered where they lie.
-    A piece of >= 256 bytes (or a short text) then at most one byte takes the two-slice entry
-    first."""
+    A piece then at most one byte takes the two-slice entry first."""
     e = PyEntry(module, f"{k}_py_encrypt_pieces", 6, 4)
     count = _path_counter(module, e, k)
     out_obj = e.arg(0)
@@ -591,9 +589,10 @@ def _finish_with(e: PyEntry, rc: ir.Value, out: _Output) -> None:
 
 def _try_two_slice(e: PyEntry, k: str, count: Callable[[str], None], nonce: Buffer,
                    aad: Buffer, text: _Pieces, out: _Output) -> None:
-    """A record shape (a piece of >= 256 bytes, or a text the short path takes, then at most
-    one byte; a 96-bit nonce, short AAD) goes to seal_two_slice; RC_SHAPE from it means "not
-    mine", and the general path runs."""
+    """A record shape (a piece of any length, then at most one byte; a 96-bit nonce, short
+    AAD) goes to seal_two_slice, at every size no slower than copy + seal or the gather (design
+    notes, "Records through vg.record"); RC_SHAPE from it means "not mine", and the general
+    path runs."""
     b = e.b
     p0, p1 = text.desc, b.gep(text.desc, [_c(16)], source_etype=i8)
     n0 = b.load(b.gep(p0, [_c(8)], source_etype=i8), typ=i64)
@@ -602,12 +601,7 @@ def _try_two_slice(e: PyEntry, k: str, count: Callable[[str], None], nonce: Buff
                           b.icmp_unsigned("==", nonce.n, _c(12))),
                    b.icmp_unsigned("<=", aad.n, _c(16)))
     with b.if_then(shape):
-        # 65..255 bytes stay with copy or gather: there the stitched call's partial block
-        # costs more than the copy (design notes, "Records through the short path")
-        sized = b.or_(b.icmp_unsigned(">=", n0, _c(256)),
-                      b.icmp_unsigned("<=", b.add(n0, n1), _c(16 * SHORT_BLOCKS)))
-        shape2 = b.and_(b.icmp_unsigned("<=", n1, _c(1)), sized)
-        with b.if_then(shape2):
+        with b.if_then(b.icmp_unsigned("<=", n1, _c(1))):
             rc = e.kernel(k, "seal_two_slice", [
                 e.ctx, nonce.p, nonce.n, aad.p, aad.n, b.load(p0, typ=ptr), n0,
                 b.load(p1, typ=ptr), n1, out.text, out.tag], text.total)
