@@ -218,10 +218,20 @@ def build_record(module: ir.Module, params: Params) -> None:
     _ret(b, abi.RC_OK)
 
 
+def align_frame(f: Fn) -> None:
+    """Realign the function's frame to 64 bytes, so the stitched function it calls starts at
+    the same stack alignment whatever the caller's: that function spills zmm/ymm values
+    without realigning its own frame, and on vaes_avx512 its reloads cost 20% more at 1-2 KiB
+    when they straddle cache lines, i.e. for every other 16-byte stack offset of the caller
+    (design notes, "Records through vg.record")."""
+    f.fn.attributes.alignstack = 64
+
+
 def build_two_slice(module: ir.Module, params: Params) -> None:
     """seal_two_slice: the TLS record shape, a piece (any length) then at most one byte, 96-bit
     nonce, AAD <= 16 bytes; the body is vg.record."""
     e = Entry(module, params, "seal_two_slice", RECORD_ARGS)
+    align_frame(e.f)
     b = e.b
     ctx, nonce, nl, aad, al, p0, n0, p1, n1, out, tag = e.f.args
     shape = b.and_(b.and_(b.icmp_unsigned("==", nl, _c(12)), b.icmp_unsigned("<=", al, _c(16))),
@@ -353,5 +363,5 @@ def build_inner(module: ir.Module, params: Params) -> None:
     _ret(f.b, abi.RC_OK)
 
 
-__all__ = ["RECORD", "Entry", "build_helpers", "build_inner", "build_open_out", "build_record",
-           "build_seal_out", "build_two_slice", "seal_with_byte"]
+__all__ = ["RECORD", "Entry", "align_frame", "build_helpers", "build_inner", "build_open_out",
+           "build_record", "build_seal_out", "build_two_slice", "seal_with_byte"]

@@ -21,7 +21,7 @@ from ..ir import partial
 from ..ir.core import i1, i64, i128, ptr
 from . import short
 from .common import Params
-from .entries import RECORD, Entry, seal_with_byte
+from .entries import RECORD, Entry, align_frame, seal_with_byte
 from .modes import ENC
 
 ARGS = [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
@@ -277,6 +277,7 @@ def build_gather(module: ir.Module, params: Params) -> None:
     build_general(general)
     rec = Gather(module, params, RECORD_PIECES, exported=False)
     rec.f.fn.attributes.add("noinline")
+    align_frame(rec.f)
     rec.record_from_pieces()
     Gather(module, params).dispatch()
 
