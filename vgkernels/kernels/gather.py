@@ -274,6 +274,7 @@ def build_gather(module: ir.Module, params: Params) -> None:
         return
     general = Gather(module, params, GENERAL, exported=False)
     general.f.fn.attributes.add("noinline")
+    align_frame(general.f)
     build_general(general)
     rec = Gather(module, params, RECORD_PIECES, exported=False)
     rec.f.fn.attributes.add("noinline")
