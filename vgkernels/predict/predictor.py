@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..abi import CTX_NPOW
-from ..asm import regions
+from ..asm import regions as asm_regions
 from ..backends import Backend, get
 from ..listing import assembly
 from ..variant import Variant
@@ -26,7 +26,7 @@ REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 class Result:
     backend: str
     variant: Variant  # resolved
-    region: regions.Region
+    region: asm_regions.Region
     prediction: model.Prediction
 
 
@@ -35,7 +35,7 @@ def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, cpu)
-    found = regions.regions(text, prefix, be, v)
+    found = asm_regions.regions(text, prefix, be, v)
     tool = mca.find()
     out = []
     for name in regions:
