@@ -3,47 +3,33 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import jit
 from ..abi import CTX_NPOW
+from ..asm import regions as asm_regions
 from ..backends import Backend, get
-from ..kernels import generate
+from ..listing import assembly
 from ..variant import Variant
-from . import loops, mca, model
+from . import mca, model
 from .targets import supported
 
 SIZE = 16384  # the size the headline prediction is for
 REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 
 
-def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
-    """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
-    with the backend's features), cached on disk next to the objects (keyed like them)."""
-    v = variant.resolved(backend)
-    prefix, text = generate(backend, v)
-    d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
-    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
-    if path is not None and path.exists():
-        return prefix, path.read_text()
-    tm = jit.target_machine(backend.llvm_features, cpu)
-    out = tm.emit_assembly(jit.optimise(text, tm))
-    if path is not None:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(out)
-        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    return prefix, out
 
 
 @dataclass(frozen=True)
 class Result:
     backend: str
     variant: Variant  # resolved
-    region: loops.Region
+    region: asm_regions.Region
     prediction: model.Prediction
 
 
@@ -52,7 +38,7 @@ def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, cpu)
-    found = loops.regions(text, prefix, be, v)
+    found = asm_regions.regions(text, prefix, be, v)
     tool = mca.find()
     out = []
     for name in regions:
@@ -105,27 +91,51 @@ def rows(results: Iterable[Result], label: str = "") -> list[dict]:
     return out
 
 
+def _predict_rows(case: tuple[str, str, str, Variant, tuple[str, ...]]) -> list[dict]:
+    cpu, backend, label, v, regions = case
+    return rows(predict(cpu, backend, v, regions), label)
+
+
 def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
           variants: str | Sequence[tuple[str, Variant]] = "sweep",
           regions: Sequence[str] = REGIONS,
-          progress=None) -> pd.DataFrame:
+          progress=None, workers: int = 1) -> pd.DataFrame:
     """Predictions, one row per CPU x backend x variant x region, only for the backends each
-    CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s."""
-    out: list[dict] = []
+    CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s.
+
+    Each case compiles the backend's kernels for the CPU (seconds) and runs llvm-mca: with
+    ``workers`` > 1 they run in that many spawned processes (0: one per CPU), so a script
+    calling this needs the ``if __name__ == "__main__":`` guard (a notebook or the CLI does
+    not); rows come back in the same order either way."""
+    cases = []
     for cpu in cpus:
-        bes = [b for b in supported(cpu) if backends is None or b.name in backends]
-        for be in bes:
+        for be in supported(cpu):
+            if backends is not None and be.name not in backends:
+                continue
             if variants == "sweep":
                 vs = sweep_variants(be)
             elif variants == "default":
                 vs = [("default", Variant())]
             else:
                 vs = list(variants)  # type: ignore[arg-type]
-            for label, v in vs:
-                if progress:
-                    progress(cpu, be.name, label)
-                out += rows(predict(cpu, be, v, regions), label)
+            cases += [(cpu, be.name, label, v, tuple(regions)) for label, v in vs]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(cases)))
+    out: list[dict] = []
+    if workers == 1:
+        results = map(_predict_rows, cases)
+        for case, got in zip(cases, results, strict=True):
+            if progress:
+                progress(*case[:3])
+            out += got
+        return pd.DataFrame(out)
+    # spawn, not fork: the notebook's kernel may hold threads (and LLVM state)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for case, got in zip(cases, pool.map(_predict_rows, cases), strict=True):
+            if progress:
+                progress(*case[:3])
+            out += got
     return pd.DataFrame(out)
 
 
-__all__ = ["REGIONS", "SIZE", "Result", "assembly", "predict", "rows", "sweep_variants", "table"]
+__all__ = ["REGIONS", "SIZE", "Result", "predict", "rows", "sweep_variants", "table"]
