@@ -124,11 +124,11 @@ def test_short_messages_through_the_gather(backend):
 
 def test_short_records_take_the_two_slice_entry(backend):
     """A record of any length below 256 bytes (n bytes then one) goes to the two-slice entry
-    where it is built: the short path with the byte by value up to 64 bytes, the stitched call
+    where it is built: the short path with the byte by value up to its limit, the stitched call
     or (a byte completing a block) a copy and an in-place seal above."""
     a = AesGcm(KEY, backend=backend)
     s, spy = spied(backend)
-    for n in (0, 1, 15, 16, 31, 62, 63, 64, 65, 79, 127, 200, 255):
+    for n in (0, 1, 15, 16, 31, 62, 63, 64, 65, 79, 127, 128, 143, 200, 255):
         r = rng("tls-short", n)
         pt, aad = rbytes(r, n + 1), rbytes(r, n % 17)
         want = ref(KEY, NONCE, pt, aad)

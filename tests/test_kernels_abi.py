@@ -204,8 +204,8 @@ def test_two_slice_entry_when_present(backend, kernel_sets):
     restype, argtypes, _ = abi.TWO_SLICE_SIGNATURE
     fn = ctypes.CFUNCTYPE(restype, *argtypes)(k.address("seal_two_slice"))
     a = AesGcm(b"t" * 16, backend=backend)
-    for n0 in (0, 1, 15, 16, 17, 47, 48, 62, 63, 64, 65, 127, 255, 256, 257, 271, 272, 300,
-               1024, 1039):
+    for n0 in (0, 1, 15, 16, 17, 47, 48, 62, 63, 64, 65, 127, 128, 143, 255, 256, 257, 271,
+               272, 300, 1023, 1024, 1039):
         for n1 in (0, 1):
             pt = rbytes(rng("2s", n0, n1), n0 + n1)
             out = ctypes.create_string_buffer(n0 + n1 + 1)

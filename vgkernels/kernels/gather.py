@@ -74,10 +74,12 @@ class Gather:
 
     def short_message(self, total: ir.Value) -> None:
         """A message the short path takes (public lengths: a 96-bit nonce, at most 16 bytes of
-        AAD and 64 of text) is copied into the output, 16 bytes at a time, and sealed there by
-        one short call: the copy costs less than the J0, length-block and stitched set-up it
-        avoids, so the gather does not lose to copy + in-place seal at these sizes.  The API
-        refuses overlaps other than a piece already at its place, which copies onto itself."""
+        AAD and 16 * SHORT_BLOCKS of text) is copied into the output, 16 bytes at a time, and
+        sealed there by one short call: the copy costs less than the J0, length-block and
+        stitched set-up it avoids, so the gather does not lose to copy + in-place seal at these
+        sizes.  The API refuses overlaps other than a piece already at its place, which copies
+        onto itself.  (On two-slice backends one piece, or a piece then a byte, goes to
+        vg.record instead.)"""
         em, b = self.em, self.b
         with b.if_then(short.fits(b, self.nl, self.al, total)):
             with em.loop("scopy", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
