@@ -75,7 +75,12 @@ int main(void) {
     for (int i = 0; i < 12; i++) nonce[i] = (unsigned char)(3 * i);
     for (int i = 0; i < 13; i++) aad[i] = (unsigned char)(100 + i);
     for (int i = 0; i < 1000; i++) buf[i] = (unsigned char)(i * 13);
-    if (PREFIX_key_init(ctx, key, KEYLEN) != 0) return 2;
+    static unsigned char unset[PREFIX_CTX_SIZE] __attribute__((aligned(64)));
+    if (PREFIX_seal(unset, nonce, 12, aad, 13, buf, 1000, tag) != PREFIX_RC_CONTEXT) return 8;
+    if (PREFIX_key_init(unset, key, 20) != PREFIX_KEY_INIT_BAD_LENGTH) return 9;
+    if (PREFIX_seal(unset, nonce, 12, aad, 13, buf, 1000, tag) != PREFIX_RC_CONTEXT) return 10;
+    for (int i = 0; i < 1000; i++) if (buf[i] != (unsigned char)(i * 13)) return 11;
+    if (PREFIX_key_init(ctx, key, KEYLEN) != PREFIX_RC_OK) return 2;
     if (PREFIX_seal(ctx, nonce, 12, aad, 13, buf, 1000, tag) != 0) return 3;
     for (int i = 0; i < 1000; i++) printf("%02x", buf[i]);
     printf(" ");
@@ -84,7 +89,7 @@ int main(void) {
     if (PREFIX_open(ctx, nonce, 12, aad, 13, buf, 1000, tag, 16) != 0) return 4;
     for (int i = 0; i < 1000; i++) if (buf[i] != (unsigned char)(i * 13)) return 5;
     tag[0] ^= 1;
-    if (PREFIX_open(ctx, nonce, 12, aad, 13, buf, 1000, tag, 16) != -1) return 6;
+    if (PREFIX_open(ctx, nonce, 12, aad, 13, buf, 1000, tag, 16) != PREFIX_RC_BAD_TAG) return 6;
     for (int i = 0; i < 1000; i++) if (buf[i] != 0) return 7;  /* wiped */
     return 0;
 }
@@ -103,8 +108,10 @@ def test_aot_object_links_and_matches_reference(tmp_path, backend, keylen):
     variant = Variant(group=8) if backend == "vaes_avx512" else None
     obj, hdr = aot.export(backend, tmp_path, variant)
     prefix = obj.stem
-    src = (C_PROGRAM.replace("HEADER", hdr.name).replace("PREFIX_CTX_SIZE",
-                                                         f"{prefix.upper()}_CTX_SIZE")
+    up = prefix.upper()
+    src = (C_PROGRAM.replace("HEADER", hdr.name).replace("PREFIX_CTX_SIZE", f"{up}_CTX_SIZE")
+           .replace("PREFIX_RC_", f"{up}_RC_")
+           .replace("PREFIX_KEY_INIT_BAD_LENGTH", f"{up}_KEY_INIT_BAD_LENGTH")
            .replace("PREFIX", prefix).replace("KEYLEN", str(keylen)))
     (tmp_path / "main.c").write_text(src)
     exe = tmp_path / "main"

@@ -1,5 +1,6 @@
 """The short path (vgkernels.kernels.short): every AAD length 0..17 against every text length
-0..65 on both sides of its limits (96-bit nonce, AAD <= 16 bytes, text <= 64 bytes), seal and
+0..16 * SHORT_BLOCKS + 1 on both sides of its limits (96-bit nonce, AAD <= 16 bytes, text <=
+16 * SHORT_BLOCKS bytes; one block wide and two blocks wide), seal and
 open in place and out of place, every key size, against `cryptography`; the bytes around the
 output untouched; a tampered tag rejected."""
 

@@ -10,8 +10,10 @@ import json
 import pandas as pd
 import pytest
 
+from vgkernels.asm import cfg, regions
 from vgkernels.backends import BACKENDS, get
-from vgkernels.predict import asm, loops, mca, model, recommend, targets
+from vgkernels.listing import assembly
+from vgkernels.predict import mca, model, recommend, targets
 from vgkernels.variant import Variant
 
 MCA_MISSING = mca.missing_reason()
@@ -45,13 +47,13 @@ f:
 
 
 def test_parser_finds_the_loop_and_its_cheap_way_round():
-    fn = asm.functions(TOY)["f"]
+    fn = cfg.functions(TOY)["f"]
     assert fn.blocks[".LBB0_1"].succs == [".LBB0_3", ".LBB0_2"]
     assert fn.blocks[".LBB0_3"].succs == [".LBB0_2"]
-    (lp,) = asm.loops(fn)
+    (lp,) = cfg.loops(fn)
     assert set(lp.blocks) == {".LBB0_1", ".LBB0_2", ".LBB0_3"}
     # the rare block (.LBB0_3, the longer way) is not on the steady-state path
-    assert asm.hot_path(fn, lp) == [".LBB0_1", ".LBB0_2"]
+    assert cfg.hot_path(fn, lp) == [".LBB0_1", ".LBB0_2"]
 
 
 # -- the regions in the real kernels -------------------------------------------------------------
@@ -80,12 +82,11 @@ def _cases():
 @pytest.mark.parametrize(("cpu", "backend", "label", "variant"), _cases(),
                          ids=[f"{c}-{b}-{lb}" for c, b, lb, _ in _cases()])
 def test_regions_found_in_every_backend_and_variant(cpu, backend, label, variant):
-    from vgkernels.predict.predictor import assembly
 
     be = get(backend)
     v = variant.resolved(be)
     prefix, text = assembly(be, v, cpu)
-    found = loops.regions(text, prefix, be, v)
+    found = regions.regions(text, prefix, be, v)
     assert set(found) == {"stitch", "leftover", "key_setup", "ctr", "ghash"}
     assert found["ctr"].blocks_per_iteration == found["ghash"].blocks_per_iteration == v.group
     st, lo = found["stitch"], found["leftover"]
@@ -99,10 +100,10 @@ def test_regions_found_in_every_backend_and_variant(cpu, backend, label, variant
     # the counted AES work agrees with what the variant says each iteration does
     assert st.aes_blocks() == v.group
     assert lo.aes_blocks() == lo.blocks_per_iteration
-    assert st.count(loops.CLMUL) > 0 and lo.count(loops.CLMUL) > 0
-    assert found["key_setup"].count(loops.CLMUL) > 0 and found["key_setup"].aes_blocks() is None
-    assert found["ctr"].aes_blocks() == v.group and found["ctr"].count(loops.CLMUL) == 0
-    assert found["ghash"].aes_blocks() is None and found["ghash"].count(loops.CLMUL) > 0
+    assert st.count(regions.CLMUL) > 0 and lo.count(regions.CLMUL) > 0
+    assert found["key_setup"].count(regions.CLMUL) > 0 and found["key_setup"].aes_blocks() is None
+    assert found["ctr"].aes_blocks() == v.group and found["ctr"].count(regions.CLMUL) == 0
+    assert found["ghash"].aes_blocks() is None and found["ghash"].count(regions.CLMUL) > 0
 
 
 # -- llvm-mca on loops with a known bound --------------------------------------------------------

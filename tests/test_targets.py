@@ -13,22 +13,22 @@ import pytest
 from vgkernels import jit
 from vgkernels import spec as oracle
 from vgkernels.analysis import targets as at
+from vgkernels.asm import cfg
 from vgkernels.backends import availability, get, usable
 from vgkernels.bench import bound
 from vgkernels.bench.cases import Builder, CaseSpec, message
 from vgkernels.bench.driver import PRESTORE_SLOTS, Case
 from vgkernels.bench.targets import remainder_blocks
 from vgkernels.buffers import Buf
-from vgkernels.predict import asm as asm_mod
 
 VECTOR = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")
 BEST = max(usable(), key=lambda b: b.rank).name
 
 
 def _loop_instructions(text: str, fn_name: str) -> list[str]:
-    fn = asm_mod.functions(text)[fn_name]
-    (lp,) = asm_mod.loops(fn)
-    return [i for b in asm_mod.hot_path(fn, lp) for i in fn.blocks[b].instructions]
+    fn = cfg.functions(text)[fn_name]
+    (lp,) = cfg.loops(fn)
+    return [i for b in cfg.hot_path(fn, lp) for i in fn.blocks[b].instructions]
 
 
 @pytest.mark.parametrize("backend", VECTOR)

@@ -38,6 +38,9 @@ def header(prefix: str, two_slice: bool) -> str:
         "/* Return codes of the int functions. */",
         *[f"#define {prefix.upper()}_RC_{name} ({code}) /* {abi.RETURN_CODES[code]} */"
           for name, code in sorted(_RC_NAMES.items(), key=lambda kv: -kv[1])],
+        "/* key_init alone returns this for a key length other than 16, 24 or 32 (the same",
+        "   value as RC_BAD_TAG, which only the open functions return). */",
+        f"#define {prefix.upper()}_KEY_INIT_BAD_LENGTH ({abi.KEY_INIT_BAD_LENGTH})",
     ]
     for op, (restype, _, proto) in abi.SIGNATURES.items():
         ret = "int" if restype is not None else "void"

@@ -21,41 +21,16 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable
 
 from . import __version__, aot, backends, cpu, dispatch, listing, machine
 from .backends import BY_NAME
-from .cpu import UnknownFeature
+from .command import UsageError, run
 from .listing import CPUS, cpu_name
 from .variant import Variant
 
 VARIANT_HELP = ("kernel variant as KEY=VALUE,...: tail=full|split, group=N (the backend's "
                 "groups), stitch_min=N (group..2*group), skew=0..9, karatsuba=0|1; default: "
                 "the backend's defaults")
-
-
-class UsageError(Exception):
-    """A mistake in what the user asked for: reported as one line, exit status 2."""
-
-
-# The exception types that mean "the user asked for something wrong", not a bug.
-USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, UnknownFeature)
-
-
-def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkernels") -> int:
-    """The one error boundary of every command: user errors and Ctrl-C become one line on
-    stderr and a non-zero status; anything else is a bug and keeps its traceback."""
-    try:
-        return entry(argv)
-    except USER_ERRORS as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `vgkernels asm ... | head`: the reader left, nothing to say
-        sys.stderr.close()
-        return 0
 
 
 def _backend(name: str, usable: bool = False):

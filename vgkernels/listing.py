@@ -6,6 +6,7 @@ Nothing is loaded or run, so the code of a backend this CPU lacks can be read to
 
 from __future__ import annotations
 
+import os
 import re
 
 from . import jit
@@ -77,3 +78,21 @@ def pick(funcs: dict[str, str], prefix: str, name: str) -> str:
             return funcs[sym]
     short = sorted(s.removeprefix(prefix + "_") for s in funcs)
     raise KeyError(f"no function {name!r} in {prefix}; functions: {', '.join(short)}")
+
+
+def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
+    """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
+    with the backend's features), cached on disk next to the objects (keyed like them)."""
+    v = variant.resolved(backend)
+    prefix, text = generate(backend, v)
+    d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
+    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
+    if path is not None and path.exists():
+        return prefix, path.read_text()
+    tm = jit.target_machine(backend.llvm_features, cpu)
+    out = tm.emit_assembly(jit.optimise(text, tm))
+    if path is not None:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(out)
+        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+    return prefix, out

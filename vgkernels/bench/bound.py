@@ -2,7 +2,7 @@
 
 * :func:`kernel_mix`: what a backend's stitched loop issues per iteration (AES instructions and
   carry-less multiplies, by vector width), counted in its own assembly (the loop that
-  ``vgkernels.predict.loops`` finds), next to what the generator's parameters say
+  ``vgkernels.asm.regions`` finds), next to what the generator's parameters say
   (:func:`param_mix`).
 * :func:`mix_loop_ir`: a loop of exactly that mix and nothing else (no loads, no XOR, no
   shuffle), with at least ``MIN_CHAINS`` independent AES chains in flight (latency 4 and 2 per
@@ -31,7 +31,10 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ..asm import regions
 from ..backends import Backend, get
+from ..cpu import host_cpu_name
+from ..listing import assembly
 from ..variant import Variant
 
 MIN_CHAINS = 8  # vaesenc latency 4 x 2 issued per cycle
@@ -112,14 +115,10 @@ def count_mix(instructions: list[str] | tuple[str, ...], group: int) -> Mix:
 def kernel_mix(backend: str, variant: Variant | None = None) -> Mix:
     """What the backend's stitched loop (AES-128, steady state, hot path) issues per
     iteration, counted in the kernel's assembly for the host CPU."""
-    from ..cpu import host_cpu_name
-    from ..predict import loops
-    from ..predict.predictor import assembly
-
     be = get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, host_cpu_name())
-    st = loops.regions(text, prefix, be, v)["stitch"]
+    st = regions.regions(text, prefix, be, v)["stitch"]
     return count_mix(st.instructions, v.group)
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import command
+from ..command import UsageError
 from ..variant import Variant
 from .sweep import SWEEPS, run
 
@@ -176,14 +178,10 @@ def _api(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``vgkernels bench`` (argv without the program name; default sys.argv)."""
-    from ..cli import run as run_cli
-
-    return run_cli(_main, list(sys.argv[1:] if argv is None else argv), "vgkernels bench")
+    return command.run(_main, list(sys.argv[1:] if argv is None else argv), "vgkernels bench")
 
 
 def _main(argv: list[str]) -> int:
-    from ..cli import UsageError
-
     if argv[:1] == ["api"]:
         return _api(argv[1:])
     if argv[:1] == ["targets"]:  # issue 12's targets table (vgkernels.bench.targets)

@@ -49,7 +49,8 @@ class Profile:
     passes: int = 3  # the k samples are taken in this many passes, ``gap_s`` apart
     gap_s: float = 1.0
     target_us: float = 20.0
-    sawtooth: tuple[int, ...] = (31, 255, 511, 1023, 2047, 4095, 16383)
+    # 127 and 129: the last partial block inside the short path (128 B), the first past it
+    sawtooth: tuple[int, ...] = (31, 79, 127, 129, 255, 511, 1023, 2047, 4095, 16383)
     remainders: int | None = None  # None: every r in 1..group-1; else this many, spread
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
@@ -63,7 +64,7 @@ class Profile:
 
 PROFILES = {
     "full": Profile(),
-    "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(255, 511, 1023, 4095),
+    "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(129, 255, 511, 1023, 4095),
                      remainders=4, io_step=256, stack_step=512,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),

@@ -3,47 +3,30 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import jit
 from ..abi import CTX_NPOW
+from ..asm import regions as asm_regions
 from ..backends import Backend, get
-from ..kernels import generate
+from ..listing import assembly
 from ..variant import Variant
-from . import loops, mca, model
+from . import mca, model
 from .targets import supported
 
 SIZE = 16384  # the size the headline prediction is for
 REGIONS = ("stitch", "leftover", "key_setup", "ctr", "ghash")
 
 
-def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
-    """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
-    with the backend's features), cached on disk next to the objects (keyed like them)."""
-    v = variant.resolved(backend)
-    prefix, text = generate(backend, v)
-    d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
-    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
-    if path is not None and path.exists():
-        return prefix, path.read_text()
-    tm = jit.target_machine(backend.llvm_features, cpu)
-    out = tm.emit_assembly(jit.optimise(text, tm))
-    if path is not None:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(out)
-        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    return prefix, out
 
 
 @dataclass(frozen=True)
 class Result:
     backend: str
     variant: Variant  # resolved
-    region: loops.Region
+    region: asm_regions.Region
     prediction: model.Prediction
 
 
@@ -52,7 +35,7 @@ def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, cpu)
-    found = loops.regions(text, prefix, be, v)
+    found = asm_regions.regions(text, prefix, be, v)
     tool = mca.find()
     out = []
     for name in regions:
@@ -128,4 +111,4 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
     return pd.DataFrame(out)
 
 
-__all__ = ["REGIONS", "SIZE", "Result", "assembly", "predict", "rows", "sweep_variants", "table"]
+__all__ = ["REGIONS", "SIZE", "Result", "predict", "rows", "sweep_variants", "table"]

@@ -1,4 +1,5 @@
-"""The regions worth predicting, found in a backend's assembly.
+"""The loops the generator emitted, found in a backend's assembly by what they do (what
+``vgkernels predict`` runs through llvm-mca and the bench counts for its instruction-mix bound).
 
 - ``stitch``: the steady-state stitched loop of the encrypting bulk function (AES-128,
   ``vg.bulk.enc.10``): the first loop in layout order (the region comes before the leftover
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from ..backends import Backend
 from ..variant import Variant
-from . import asm as asm_mod
+from . import cfg
 
 AES_LAST = ("aesenclast", "vaesenclast")
 AES_ROUND = ("aesenc", "vaesenc")
@@ -61,10 +62,10 @@ def _stores(instructions: list[str]) -> int:
                if re.match(r"v?mov\w*\s", i) and i.rstrip().endswith(")") and "%xmm" in i)
 
 
-def _candidates(fn: asm_mod.Function, name: str, blocks: int) -> list[Region]:
+def _candidates(fn: cfg.Function, name: str, blocks: int) -> list[Region]:
     out = []
-    for lp in asm_mod.loops(fn):
-        path = asm_mod.hot_path(fn, lp)
+    for lp in cfg.loops(fn):
+        path = cfg.hot_path(fn, lp)
         ins = [i for b in path for i in fn.blocks[b].instructions]
         out.append(Region(name, fn.name, tuple(path), tuple(ins), blocks))
     return out
@@ -89,7 +90,7 @@ def regions(text: str, prefix: str, backend: Backend, variant: Variant,
             nr: int = 10) -> dict[str, Region]:
     """The stitch, leftover, key_setup, ctr and ghash regions of a backend's assembly."""
     v = variant.resolved(backend)
-    fns = asm_mod.functions(text)
+    fns = cfg.functions(text)
     enc = f"vg.bulk.enc.{nr}"
     if enc not in fns:
         raise ValueError(f"no function {enc} in the assembly")
