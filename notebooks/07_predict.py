@@ -39,7 +39,9 @@ display(Markdown(f"llvm-mca **{tool.version}** (`{tool.path}`); CPUs: {', '.join
 # ## Predictions: CPUs x backends x variants
 
 # %%
-df = predictor.table(targets, pr.backends(nb.profile, nb.backends), pr.variants(nb.profile))
+# every case compiles the kernels for one CPU: one process per core (workers=0)
+df = predictor.table(targets, pr.backends(nb.profile, nb.backends), pr.variants(nb.profile),
+                     workers=0)
 nb.table(df, "predictions")
 nb.table(pr.stitch_pivot(df), "stitch_cycles_per_byte", index=True)
 

@@ -110,6 +110,18 @@ def test_regions_found_in_every_backend_and_variant(cpu, backend, label, variant
 
 
 @needs_mca
+def test_table_in_worker_processes_equals_in_process():
+    """The notebook's table runs its cases in spawned workers: same rows, same order."""
+    from vgkernels.predict import predictor
+
+    args = (["znver4", "znver3"], ["aesni_pclmul"], "default", ("stitch", "ctr"))
+    one = predictor.table(*args, workers=1)
+    two = predictor.table(*args, workers=2)
+    assert len(one) == 4
+    pd.testing.assert_frame_equal(one, two)
+
+
+@needs_mca
 @pytest.mark.parametrize("cpu", ["znver3", "znver4", "icelake-server", "sapphirerapids"])
 def test_dependent_aesenc_chain_is_latency_bound(cpu):
     n = 6

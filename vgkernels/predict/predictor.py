@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import pandas as pd
@@ -88,26 +91,50 @@ def rows(results: Iterable[Result], label: str = "") -> list[dict]:
     return out
 
 
+def _predict_rows(case: tuple[str, str, str, Variant, tuple[str, ...]]) -> list[dict]:
+    cpu, backend, label, v, regions = case
+    return rows(predict(cpu, backend, v, regions), label)
+
+
 def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
           variants: str | Sequence[tuple[str, Variant]] = "sweep",
           regions: Sequence[str] = REGIONS,
-          progress=None) -> pd.DataFrame:
+          progress=None, workers: int = 1) -> pd.DataFrame:
     """Predictions, one row per CPU x backend x variant x region, only for the backends each
-    CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s."""
-    out: list[dict] = []
+    CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s.
+
+    Each case compiles the backend's kernels for the CPU (seconds) and runs llvm-mca: with
+    ``workers`` > 1 they run in that many spawned processes (0: one per CPU), so a script
+    calling this needs the ``if __name__ == "__main__":`` guard (a notebook or the CLI does
+    not); rows come back in the same order either way."""
+    cases = []
     for cpu in cpus:
-        bes = [b for b in supported(cpu) if backends is None or b.name in backends]
-        for be in bes:
+        for be in supported(cpu):
+            if backends is not None and be.name not in backends:
+                continue
             if variants == "sweep":
                 vs = sweep_variants(be)
             elif variants == "default":
                 vs = [("default", Variant())]
             else:
                 vs = list(variants)  # type: ignore[arg-type]
-            for label, v in vs:
-                if progress:
-                    progress(cpu, be.name, label)
-                out += rows(predict(cpu, be, v, regions), label)
+            cases += [(cpu, be.name, label, v, tuple(regions)) for label, v in vs]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(cases)))
+    out: list[dict] = []
+    if workers == 1:
+        results = map(_predict_rows, cases)
+        for case, got in zip(cases, results, strict=True):
+            if progress:
+                progress(*case[:3])
+            out += got
+        return pd.DataFrame(out)
+    # spawn, not fork: the notebook's kernel may hold threads (and LLVM state)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for case, got in zip(cases, pool.map(_predict_rows, cases), strict=True):
+            if progress:
+                progress(*case[:3])
+            out += got
     return pd.DataFrame(out)
 
 
