@@ -5,8 +5,8 @@
 # Backends whose table row has `two_slice` export an entry (`seal_two_slice`) that takes
 # that shape directly. This compares the two-slice path (`two_slice`), copying the pieces and
 # sealing in place (`copy_ip`, "copy first") and the general gather (`gather`), for
-# n = 256..3000 around every n % 16, n % 16 == 15 included (there the byte completes the last
-# block).
+# n = 16..3000 around every n % 16, n % 16 == 15 included (there the byte completes the last
+# block); the short records (up to 128 bytes with the byte) take the short path.
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full

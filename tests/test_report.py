@@ -71,8 +71,10 @@ def test_profile_plans():
         for sz in (peers_roofline.sizes(prof),):
             assert set(peers_roofline.HEADLINE_SIZES) <= set(sz)
         assert {n % 16 for n in two_slice.sizes(prof)} >= {0, 15}
-        assert all(n >= 256 for n in two_slice.sizes(prof))
+        # both sides of the short path's limit: 127 + 1 byte fits, 128 + 1 does not
+        assert 127 in two_slice.sizes(prof) and all(n >= 16 for n in two_slice.sizes(prof))
     assert {n % 16 for n in two_slice.sizes("full")} == set(range(16))
+    assert {16, 128, 143, 2991} <= set(two_slice.sizes("full"))
     assert copy_below.sizes("full") is None and not copy_below.refine("tiny")
     for be in BACKENDS:
         g, s = tail_sizes.geometry(be.name)

@@ -1,5 +1,6 @@
 """05_two_slice: the two-slice path first against copy first (and the gather) at the TLS
-record shape (a piece of n >= 256 bytes, then one byte), around every n % 16."""
+record shape (a piece of n bytes, then one byte), around every n % 16, from the short path's
+sizes up."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ THREAD_SIZES = (512, 768, 1024, 1500, 2000, 3000, 511, 767, 2047)
 
 
 def sizes(profile: str | Profile) -> list[int]:
-    """n = 256..3000 around every n % 16 (0..15, 15 included), plus the thread's sizes."""
+    """n = 16..3000 around every n % 16 (0..15, 15 included), plus the thread's sizes; 112..127
+    and 128..143 straddle the short path's limit (128 bytes with the byte)."""
     prof = get_profile(profile)
     if prof.tiny:
-        return [511, 512, 1023, 1024]
-    bases = prof.pick((), (1024,), (256, 512, 768, 1024, 1536, 2048, 2560, 2976))
+        return [127, 511, 512, 1023, 1024]
+    bases = prof.pick((), (112, 1024),
+                      (16, 64, 112, 128, 256, 512, 768, 1024, 1536, 2048, 2560, 2976))
     around = {b + r for b in bases for r in range(16)}
     return sorted(around | set(THREAD_SIZES))
 
