@@ -82,7 +82,8 @@ class Fn:
             b.ret(ir.Constant(i32, abi.RC_CONTEXT))
 
     def dispatch_nr(self, ctx: ir.Value, arm) -> None:
-        """switch (ctx->nrounds) { case 10/12/14: arm(nr) }; arm emits code, no values."""
+        """switch (ctx->nrounds) { case 10/12/14: arm(nr) }; arm emits code, no values.  An arm
+        may end in its own return; the others, and any other round count, continue after."""
         b = self.b
         done = b.append_basic_block("nr.done")
         sw = b.switch(self.nrounds(ctx), done)
@@ -91,7 +92,8 @@ class Fn:
             sw.add_case(ir.Constant(i32, nr), bb)
             b.position_at_end(bb)
             arm(nr)
-            b.branch(done)
+            if not b.block.is_terminated:
+                b.branch(done)
         b.position_at_end(done)
 
     def alloca_block(self, n: int = 1) -> ir.Value:

@@ -26,7 +26,7 @@ from llvmlite import ir
 
 from ..ir import aes, partial
 from ..ir.core import Emitter, dvec, i8, i32, i64, i128, ptr, vec, zero
-from .common import NR, Fn, Params
+from .common import Fn, Params
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
@@ -186,17 +186,16 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         b.ret(em.xor(em.bswap_lanes(gh.reduce(acc)), ej0))
 
     fail = b.append_basic_block("nr.none")
-    sw = b.switch(f.nrounds(ctx), fail)
-    for nr in NR:
-        bb = b.append_basic_block(f"nr{nr}")
-        sw.add_case(ir.Constant(i32, nr), bb)
-        b.position_at_end(bb)
+
+    def arm(nr: int) -> None:  # one straight-line piece per block count, each returning
         swm = b.switch(nblk, fail)
         for m in range(SHORT_BLOCKS + 1):
             pb = b.append_basic_block(f"nr{nr}.m{m}")
             swm.add_case(ir.Constant(i64, m), pb)
             b.position_at_end(pb)
             piece(nr, m)
+    f.dispatch_nr(ctx, arm)
+    b.branch(fail)
     b.position_at_end(fail)  # a context key_init did not finish, or a caller's shape error
     b.ret(zero(1))
 
