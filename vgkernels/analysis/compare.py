@@ -88,3 +88,25 @@ def summary(cmp: pd.DataFrame) -> dict[str, float | int]:
             "same": int((cmp["change"] == "same").sum()),
             "worst_ratio": float(r.max()) if len(r) else math.nan,
             "best_ratio": float(r.min()) if len(r) else math.nan}
+
+
+def paired(samples: pd.DataFrame, keys: list[str], n_boot: int = 500, seed: int = 0
+           ) -> pd.DataFrame:
+    """Same-run A/B: ``samples`` has a ``side`` column ("head" or "base"), a ``round`` and
+    ``ns`` per sample.  Per case (``keys``), each round's head sample over the base sample of
+    the same round; ``ratio`` is the median of those, ``lo``/``hi`` its 95% bootstrap interval,
+    ``min_ratio`` the ratio of the two sides' minima.  Pairing by round cancels the drift both
+    sides saw within the round."""
+    wide = samples.pivot_table(index=[*keys, "round"], columns="side", values="ns",
+                               aggfunc="first").dropna(subset=["head", "base"])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, g in wide.groupby(level=list(range(len(keys))), sort=False):
+        r = (g["head"] / g["base"]).to_numpy()
+        meds = np.median(r[rng.integers(0, len(r), size=(n_boot, len(r)))], axis=1)
+        lo, hi = np.quantile(meds, [0.025, 0.975])
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
+                     "base_ns": float(g["base"].median()), "head_ns": float(g["head"].median()),
+                     "ratio": float(np.median(r)), "lo": float(lo), "hi": float(hi),
+                     "min_ratio": float(g["head"].min() / g["base"].min()), "rounds": len(r)})
+    return pd.DataFrame(rows)

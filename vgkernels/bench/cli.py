@@ -8,6 +8,7 @@ Examples::
     vgkernels bench copy_below --quick --no-peers
     vgkernels bench sizes --peer boring=/opt/boringssl/build/libcrypto.so
     vgkernels bench --list
+    vgkernels bench rev main --ops seal,open_out --sizes 129,256,4k   # this tree vs main
 
 aws-lc (the awscrt wheel: ``pip install 'vgkernels[peers]'``) is a peer wherever OpenSSL is;
 ``--peer NAME=PATH`` adds any EVP_AEAD library (a BoringSSL or aws-lc libcrypto.so, or a file
@@ -65,8 +66,9 @@ def parser() -> argparse.ArgumentParser:
         description="Native timing of vgkernels and its peers (serialised TSC, calibrated "
                     "batches, interleaved cases) into tidy Parquet/CSV under DATA/<host>/.")
     p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS),
-                   help="named sweep (or `api`: the Python API's call cost, see "
-                        "`vgkernels bench api -h`)")
+                   help="named sweep; or `api` (the Python API's call cost), `targets` "
+                        "(issue 12's targets), `rev BASE` (this tree's kernels against "
+                        "another revision's, in one run): each has its own -h")
     p.add_argument("--list", action="store_true", help="list the sweeps and exit")
     from ..backends import BY_NAME
 
@@ -188,6 +190,10 @@ def _main(argv: list[str]) -> int:
         from .targets import main as targets_main
 
         return targets_main(argv[1:])
+    if argv[:1] == ["rev"]:  # this tree's kernels against another revision's, in one run
+        from .revision import main as rev_main
+
+        return rev_main(argv[1:])
     p = parser()
     args = p.parse_args(argv)
     try:

@@ -1,0 +1,78 @@
+"""`vgkernels bench rev`: another tree's kernels beside this tree's, paired per round."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import vgkernels
+from vgkernels import abi
+from vgkernels.analysis.compare import paired
+from vgkernels.backends import usable
+from vgkernels.bench import revision
+
+TREE = Path(vgkernels.__file__).resolve().parent.parent
+
+
+def _samples(base: list[float], head: list[float], **key: object) -> list[dict]:
+    rows = [{**key, "side": "base", "round": r, "ns": x} for r, x in enumerate(base)]
+    return rows + [{**key, "side": "head", "round": r, "ns": x} for r, x in enumerate(head)]
+
+
+def test_paired_ratio_is_per_round():
+    # Drift of 2x between rounds: pairing by round sees the constant 0.9, unpaired medians
+    # would not (the head's rounds are not the base's).
+    base = [100.0, 200.0, 100.0, 200.0, 100.0]
+    head = [90.0, 180.0, 90.0, 180.0, 90.0]
+    df = pd.DataFrame(_samples(base, head, n=16) + _samples([10.0, 10.0], [20.0, 20.0], n=32)
+                      + [{"n": 64, "side": "base", "round": 0, "ns": 5.0}])
+    tab = paired(df, ["n"]).set_index("n")
+    assert tab.loc[16, "ratio"] == pytest.approx(0.9)
+    assert tab.loc[16, "lo"] == pytest.approx(0.9) and tab.loc[16, "hi"] == pytest.approx(0.9)
+    assert tab.loc[16, "min_ratio"] == pytest.approx(0.9)
+    assert tab.loc[32, "ratio"] == pytest.approx(2.0)
+    assert 64 not in tab.index  # no head sample: no pair
+
+
+def test_paired_interval_brackets_noisy_ratio():
+    base = [100.0] * 15
+    head = [95.0, 105.0, 99.0, 101.0, 97.0, 103.0, 100.0, 98.0, 102.0, 96.0, 104.0, 100.0,
+            99.0, 101.0, 100.0]
+    t = paired(pd.DataFrame(_samples(base, head, n=1)), ["n"]).iloc[0]
+    assert t["lo"] <= t["ratio"] <= t["hi"] and t["lo"] < 1.0 < t["hi"]
+
+
+def _dump(ctx: int = abi.CTX_SIZE, **sigs: str) -> dict:
+    s = {op: sig[2] for op, sig in abi.SIGNATURES.items()}
+    return {"ctx_size": ctx, "signatures": {**s, **sigs}, "backends": {}}
+
+
+def test_check_abi():
+    revision.check_abi(_dump())
+    with pytest.raises(ValueError, match="context 1 bytes"):
+        revision.check_abi(_dump(ctx=1))
+    with pytest.raises(ValueError, match="prototypes differ for seal"):
+        revision.check_abi(_dump(seal="(void)"))
+
+
+def test_base_that_is_not_a_revision():
+    with pytest.raises(ValueError, match="no-such-rev-xyz"):
+        revision.base_ir("no-such-rev-xyz", ["portable"])
+
+
+def test_same_tree_both_sides(tmp_path):
+    """The base from a directory (this very tree): both sides built, checked against the
+    reference model by the case builder, and paired; the base's symbols carry its prefix."""
+    be = "aesni_pclmul" if "aesni_pclmul" in {b.name for b in usable()} else "portable"
+    dump = revision.base_ir(str(TREE), [be])
+    assert dump["backends"][be]["prefix"] == f"{revision.BASE_PREFIX}_{be}"
+    assert f'@"{revision.BASE_PREFIX}_{be}_seal"(' in dump["backends"][be]["ir"]
+    plan = revision.Plan((be,), ("seal", "gather"), (16, 129), ("n+1",), k=3, gap_ms=0.0,
+                         target_us=2.0)
+    df = revision.measure(plan, dump)
+    assert set(df["side"]) == {"head", "base"}
+    assert len(df) == 2 * 2 * 2 * 3  # ops x sizes x sides x rounds
+    tab = paired(df, ["backend", "op", "shape", "n"])
+    assert len(tab) == 4 and (tab["rounds"] == 3).all() and (tab["ratio"] > 0).all()
