@@ -35,12 +35,12 @@ from .. import abi, jit
 from ..backends import get
 from ..build import Kernels
 from ..variant import Variant
-from .cases import Builder, CaseSpec
+from .cases import PIECE_OPS, Builder, CaseSpec
 from .driver import Driver
 from .driver import driver as get_driver
 
 BASE_PREFIX = "vgbase"
-OPS = ("seal", "open_out", "gather", "two_slice")
+OPS = ("seal", "open_out", "gather", "two_slice", "copy_ip")  # copy_ip: memcpy + in-place seal
 
 # Run in the base tree: its generator, its ABI constants, as JSON on stdout.
 _DUMP = r"""
@@ -144,7 +144,7 @@ def _specs(plan: Plan) -> list[CaseSpec]:
         for op in plan.ops:
             if op == "two_slice" and not get(be).two_slice:
                 continue
-            for shape in (plan.shapes if op in ("gather", "two_slice") else ("one",)):
+            for shape in (plan.shapes if op in PIECE_OPS else ("one",)):
                 out += [CaseSpec(op, n, be, shape) for n in plan.sizes]
     return out
 
@@ -191,11 +191,12 @@ def main(argv: list[str]) -> int:
                    help=f"comma list from {', '.join(OPS)} (default seal)")
     p.add_argument("--sizes", type=_csv_ints, help="bytes (16k = 16384)")
     p.add_argument("--shapes", default="one",
-                   help="shapes for gather/two_slice: one, n+1, 16+rest, 1+rest")
+                   help="shapes for gather, two_slice, copy_ip: one, n+1, 16+rest, 1+rest")
     p.add_argument("--k", type=int, default=21, help="rounds (default 21)")
     p.add_argument("--gap-ms", type=float, default=50.0,
                    help="idle time before each round, to spread the rounds (default 50)")
     p.add_argument("--stack-offset", type=int, help="stack page offset at each call")
+    p.add_argument("--cpu", type=int, help="CPU to pin to (default: the last allowed)")
     p.add_argument("--out", help="write the per-sample rows here (Parquet)")
     args = p.parse_args(argv)
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
@@ -211,7 +212,7 @@ def main(argv: list[str]) -> int:
                 tuple(s.strip() for s in args.shapes.split(",")), args.k, args.gap_ms)
     t0 = time.perf_counter()
     dump = base_ir(args.base, bes)
-    drv = get_driver()
+    drv = get_driver(args.cpu)
     if args.stack_offset is not None:
         drv.stack_offset = args.stack_offset
     df = measure(plan, dump, drv, progress=lambda m: print(m, file=sys.stderr))
