@@ -9,7 +9,8 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
   pending group    enc: hash the G blocks the loop stored last; dec: one more stitched group
   masked end       (AVX-512) fewer than u vectors + the partial block + the extra byte as one
                    straight-line piece of m byte-masked vectors, emitted before the loop; in
-                   enc its keystream is emitted before the pending group (`end_keystream`)
+                   enc its keystream is emitted before the pending group (`end_keystream`);
+                   in dec, an end of at most 16 bytes is one xmm block (`one_block`)
   vectors          u vectors per iteration, then (without masks) one vector per iteration
   blocks           (without masks) one block per iteration
   partial block    (without masks) the last n < 16 bytes
@@ -241,13 +242,28 @@ class Leftover:
         return em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), lambda: [zero(w)] * u,
                                  pick(1), "ks")
 
-    def masked_end(self, c: Cursor, u: int) -> tuple[ir.Value, Parts, ir.Value]:
+    def one_block(self, jt: ir.Value, n: ir.Value, x: ir.Value, q: ir.Value, ctr: ir.Value
+                  ) -> list[ir.Value]:
+        """dec's masked end when it is one block (n <= 16 bytes): one xmm block instead of a
+        zmm vector, its product in the narrow sums (beside the length block's).  Only dec: the
+        hash reads the input there, so the block's product does not wait for its AES chain.
+        Returns [the counter after it, its product]."""
+        fn, em, b = self.fn, self.em, self.b
+        off = b.shl(jt, _c(4))
+        d, mask = partial.masked_load(em, em.gep(fn.inp, off), n, 1)
+        (ks,) = fn.keystream(ctr, 1, 1)
+        partial.masked_store(em, em.gep(fn.out, off), b.xor(d, ks), mask, 1)
+        h = em.xor(em.bswap_lanes(d), em.lane(x, 0))  # d: zero past the end
+        return [ctrs.add(em, ctr, ir.Constant(i32, 1)), fn.f.gh.mul_parts(h, self.power(q, 1))]
+
+    def masked_end(self, c: Cursor, u: int) -> tuple[ir.Value, Parts, Parts, ir.Value]:
         """What the u-vector loop will leave (fewer than u vectors, the partial block, the
         extra byte) as one straight-line piece of m vectors, the last one byte-masked.  Emitted
         BEFORE the loop: its AES chains then run beside the loop's instead of after them (XOR
         is order-free; every block carries its own power).  Updates c.x (the state goes to
         this piece when the loop runs zero times); returns (the counter after the text, the
-        sums, the state for the length block when no block at all precedes it)."""
+        sums, the narrow sums (`one_block`'s product), the state for the length block when no
+        block at all precedes it)."""
         fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
         e, p = self.e, self.p
         jt, nloop = self.end_start(c, u)
@@ -294,7 +310,7 @@ class Leftover:
                         if t == 0:
                             h = em.xor(h, x_piece)
                         acc = fn.f.gh.accumulate(acc, h, self.power(b.add(q_piece, _c(t * w)), w))
-                return [ctr, acc]
+                return [ctr, acc, fn.f.gh.zero_parts(1)]
             return go
 
         def pick(m: int):
@@ -302,9 +318,19 @@ class Leftover:
                 return piece(m)
             return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), piece(m),
                                              pick(m + 1), f"mtail{m}")
-        ctr_end, sums = em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)),
-                                          lambda: [ctr_piece, sums], pick(1), "mrem")
-        return ctr_end, sums, x_len
+
+        def one():
+            ctr, prod = self.one_block(jt, nrem, x_piece, q_piece, ctr_piece)
+            return [ctr, sums, prod]
+
+        def some():
+            if not (fn.mode.keystream and fn.mode.hashes_input):
+                return pick(1)()
+            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one, pick(1), "mone")
+        ctr_end, sums, narrow = em.if_else_values(
+            b.icmp_unsigned("==", nvec, _c(0)),
+            lambda: [ctr_piece, sums, fn.f.gh.zero_parts(1)], some, "mrem")
+        return ctr_end, sums, narrow, x_len
 
     def length_block(self, sums: Parts, x: ir.Value) -> Parts:
         fn, em = self.fn, self.em
@@ -324,10 +350,11 @@ class Leftover:
         u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
         masked = self.masked
         if masked:
-            ctr_end, c.sums, x_len = self.masked_end(c, u)
+            ctr_end, c.sums, narrow, x_len = self.masked_end(c, u)
+        else:
+            narrow = gh.zero_parts(1)
         if u > 1:
             c = self.loop_vectors("wide4", c, u)
-        narrow = gh.zero_parts(1)
         if masked:
             wide = c.sums
             c.ctr = ctr_end
