@@ -1,8 +1,9 @@
 """The short path (vgkernels.kernels.short): every AAD length 0..17 against every text length
-0..16 * SHORT_BLOCKS + 1 on both sides of its limits (96-bit nonce, AAD <= 16 bytes, text <=
-16 * SHORT_BLOCKS bytes; one block wide and two blocks wide), seal and
-open in place and out of place, every key size, against `cryptography`; the bytes around the
-output untouched; a tampered tag rejected."""
+0..16 * MEDIUM_BLOCKS + 17 on both sides of its limits (96-bit nonce, AAD <= 16 bytes, text <=
+16 * SHORT_BLOCKS bytes, or 16 * MEDIUM_BLOCKS through the medium path's chunk where the backend
+has it; one block wide and two blocks wide), seal and open in place and out of place, every key
+size, against `cryptography`; the bytes around the output untouched; a tampered tag
+rejected."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, rng
 
 from vgkernels.api import AesGcm, InvalidTag
-from vgkernels.kernels.short import MAX_AAD, SHORT_BLOCKS
+from vgkernels.kernels.short import MAX_AAD, MEDIUM_BLOCKS
 
-TEXTS = range(16 * SHORT_BLOCKS + 2)
+TEXTS = range(16 * MEDIUM_BLOCKS + 18)
 AADS = range(MAX_AAD + 2)
 GUARD = 16
 

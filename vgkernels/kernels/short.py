@@ -17,6 +17,13 @@ wide: the serial chain is the same and the wide set-up only adds.  Not zmm: on Z
 Zen 4): at 65-128 B this path took 0.55-0.8x the general path's time on every x86 backend; 16
 blocks won at 129-256 B too but doubled the generated IR and grew the object by half.
 
+Medium path (vaes_avx2: ``medium_blocks``): 9..16 blocks (129-256 B) through the same function:
+the first CHUNK = 8 blocks as four ymm pairs with constant powers, reduced to S = A*H^8 + C1*H^7
++ .. + C7*H + C8, then the short path's own piece for the t blocks after them with S in A's
+place (the whole sum is S*H^(t+2) + the tail's terms).  The pieces are shared through phis, so
+the IR grows by one chunk per round count, not by eight more pieces (design notes, "The medium
+path").
+
 Every branch is on a length (public), every address is a buffer plus a length.
 """
 
@@ -30,6 +37,8 @@ from .common import Fn, Params
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
+CHUNK = 8  # blocks: the medium path's first chunk
+MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes (not the record form)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -59,18 +68,23 @@ def nonce_block(em: Emitter, nonce: ir.Value) -> ir.Value:
     return v
 
 
-def counter_block(em: Emitter, nv: ir.Value, c: int) -> ir.Value:
-    """nonce || [c]_32 (big-endian, c < 256: only byte 15 is set)."""
+def counter_block(em: Emitter, nv: ir.Value, c: int, counted: bool = False) -> ir.Value:
+    """nonce || [c]_32 (big-endian, c < 256: only byte 15 is set).  ``counted``: nv may
+    already hold a block count in byte 15 (the medium path's tail), so c is added (no sum
+    reaches 256)."""
     top = ir.Constant(dvec(1), [ir.Constant(i32, x) for x in (0, 0, 0, c << 24)])
-    return em.b.bitcast(em.b.or_(nv, top), vec(1))
+    return em.b.bitcast((em.b.add if counted else em.b.or_)(nv, top), vec(1))
 
 
-def counter_vector(em: Emitter, nv: ir.Value, c: int, w: int) -> ir.Value:
-    """w counter blocks nonce || [c + l]_32 for lanes l = 0 .. w-1 (c + w <= 256)."""
+def counter_vector(em: Emitter, nv: ir.Value, c: int, w: int, counted: bool = False
+                   ) -> ir.Value:
+    """w counter blocks nonce || [c + l]_32 for lanes l = 0 .. w-1 (c + w <= 256);
+    ``counted`` as for counter_block."""
     top = ir.Constant(dvec(w), [ir.Constant(i32, x) for lane in range(w)
                                 for x in (0, 0, 0, (c + lane) << 24)])
-    return em.b.bitcast(em.b.or_(em.b.bitcast(em.broadcast(em.b.bitcast(nv, vec(1)), w), dvec(w)),
-                                 top), vec(w))
+    op = em.b.add if counted else em.b.or_
+    return em.b.bitcast(op(em.b.bitcast(em.broadcast(em.b.bitcast(nv, vec(1)), w), dvec(w)), top),
+                        vec(w))
 
 
 def load_upto16(fn: Fn, p: ir.Value, n: ir.Value) -> ir.Value:
@@ -115,57 +129,92 @@ def symbol(mode: Mode, extra: bool = False) -> str:
 def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
-    16 * SHORT_BLOCKS.
+    16 * medium_blocks(params).
 
     ``extra``: vg.short.<mode>.byte(ctx, nonce, aad, aad_len, in, out, len0, byte, nb), the
     record shape: len0 bytes at ``in`` then nb (0 or 1) more, ``byte`` (0 when nb is 0), passed
     by value.  The byte goes into the last block's register (after the len0 - 16(m-1) bytes read
     from ``in``): the text of two pieces is sealed where it lies, with no copy to assemble it
     and no store-to-load forwarding stall on the assembled block.  The caller checks
-    len0 + nb <= 16 * SHORT_BLOCKS."""
+    len0 + nb <= 16 * SHORT_BLOCKS (no medium path in this form).
+
+    The medium path (SHORT_BLOCKS < blocks <= MEDIUM_BLOCKS, where ``medium_blocks`` allows
+    it): the first CHUNK blocks (`chunk`), then the piece of the t blocks after them, the
+    same code as the short path's t-block piece: one switch on the block count sends 0..8 to
+    the pieces and 9..16 to the chunk, which goes on to piece t; the pieces take their input,
+    output, counter base, length and A through phis."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
     f = Fn(module, params, symbol(mode, extra), vec(1), args)
-    em, b = f.em, f.b
+    em, b, gh = f.em, f.b, f.gh
     ctx, nonce, aad, al, inp, out, ln = f.args[:7]
+    c = lambda x: ir.Constant(i64, x)  # noqa: E731
     if extra:
         byte, nb = f.args[7:]
         ln = b.add(ln, nb)  # the text's length: the last block holds the byte
     nv = nonce_block(em, nonce)
     a = em.bswap_lanes(load_upto16(f, aad, al))
-    lens = b.insert_element(zero(1), b.shl(ln, ir.Constant(i64, 3)), ir.Constant(i32, 0))
-    lens = b.insert_element(lens, b.shl(al, ir.Constant(i64, 3)), ir.Constant(i32, 1))
-    nblk = b.lshr(b.add(ln, ir.Constant(i64, 15)), ir.Constant(i64, 4))
+    lens = b.insert_element(zero(1), b.shl(ln, c(3)), ir.Constant(i32, 0))
+    lens = b.insert_element(lens, b.shl(al, c(3)), ir.Constant(i32, 1))
+    nblk = b.lshr(b.add(ln, c(15)), c(4))
+    medium = medium_blocks(params, extra) > SHORT_BLOCKS
 
-    def piece(nr: int, m: int) -> None:
-        """m blocks of text (the last one 1..16 bytes), nr rounds."""
+    def chunk(nr: int) -> list:
+        """The medium path's first CHUNK blocks (all whole).  With t blocks after them, A is at
+        H^(CHUNK+t+2) and block k at H^(CHUNK+t+1-k), so the sum is S*H^(t+2) + (the tail's
+        terms) with S = A*H^CHUNK + C1*H^(CHUNK-1) + .. + C(CHUNK-1)*H + C(CHUNK): S, reduced,
+        takes A's place in the tail's piece, and the chunk's powers are constants.  Returns the
+        tail's (in, out, counter base, length, A) and its block count."""
+        w = WIDE if params.backend.width >= WIDE else 1
+        ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nv, 2 + w * v, w)
+                                           for v in range(CHUNK // w)], f.round_keys(ctx, nr, w))
+        acc = gh.accumulate(None, a, f.power(ctx, CHUNK, 1))
+        accw, hv = None, None
+        for v in range(CHUNK // w):
+            d = em.load(inp, 16 * w * v, w)
+            o = b.xor(d, ks[v])
+            em.store(o, out, 16 * w * v)
+            hv = em.bswap_lanes(mode.hashed_value(d, o))
+            if CHUNK - 1 - w * v:  # the last block is added unmultiplied, after the reduction
+                # (a vector's powers from H^1 run into the zero padding: its last lane adds 0)
+                accw = gh.accumulate(accw, hv, f.power(ctx, CHUNK - 1 - w * v, w))
+        assert accw is not None and hv is not None
+        acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
+        state = em.xor(gh.reduce(acc), em.lane(hv, w - 1) if w > 1 else hv)
+        nvt = b.add(nv, ir.Constant(dvec(1), [ir.Constant(i32, x)
+                                              for x in (0, 0, 0, CHUNK << 24)]))
+        return [em.gep(inp, 16 * CHUNK), em.gep(out, 16 * CHUNK), nvt, b.sub(ln, c(16 * CHUNK)),
+                state, b.sub(nblk, c(CHUNK))]
+
+    def piece(nr: int, m: int, tin, tout, nvt, lt, a) -> None:
+        """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
+        nvt + 2: a at H^(m+2), block k at H^(m+1-k), then the length block; nr rounds."""
         w = WIDE if params.backend.width >= WIDE and m >= WIDE_FROM else 1
         whole = m - 1 if m else 0  # the last block may be partial: one block wide, always
         pairs = whole // w if w > 1 else 0  # vectors of w whole blocks from block 0
         singles = list(range(w * pairs, m))  # blocks one block wide (the last among them)
         rks1 = f.round_keys(ctx, nr, 1)
         ys = aes.aes_encrypt(em, f.prims, [counter_block(em, nv, 1)]
-                             + [counter_block(em, nv, 2 + k) for k in singles], rks1)
+                             + [counter_block(em, nvt, 2 + k, medium) for k in singles], rks1)
         ej0, ks1 = ys[0], dict(zip(singles, ys[1:], strict=True))
         ksw = []
         if pairs:
-            ksw = aes.aes_encrypt(em, f.prims, [counter_vector(em, nv, 2 + w * v, w)
+            ksw = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvt, 2 + w * v, w, medium)
                                                 for v in range(pairs)], f.round_keys(ctx, nr, w))
-        gh = f.gh
         acc = gh.accumulate(None, a, f.power(ctx, m + 2, 1))
         accw = None
         for v in range(pairs):  # blocks w*v .. w*v + w - 1 at H^(m+1-wv) downwards
             off = 16 * w * v
-            d = em.load(inp, off, w)
+            d = em.load(tin, off, w)
             o = b.xor(d, ksw[v])
-            em.store(o, out, off)
+            em.store(o, tout, off)
             accw = gh.accumulate(accw, em.bswap_lanes(mode.hashed_value(d, o)),
                                  f.power(ctx, m + 1 - w * v, w))
         if accw is not None:
             acc = gh.add(acc, gh.fold_parts(accw))
         if m:
-            last_n = b.sub(ln, ir.Constant(i64, 16 * (m - 1)))
+            last_n = b.sub(lt, c(16 * (m - 1)))
         for k in singles:
-            src, dst = em.gep(inp, 16 * k), em.gep(out, 16 * k)
+            src, dst = em.gep(tin, 16 * k), em.gep(tout, 16 * k)
             if k < m - 1:
                 d = em.load(src)
             elif extra:
@@ -187,24 +236,58 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
 
     fail = b.append_basic_block("nr.none")
 
-    def arm(nr: int) -> None:  # one straight-line piece per block count, each returning
+    def arm(nr: int) -> None:
+        """One straight-line piece per block count, each returning; with the medium path the
+        switch also sends SHORT_BLOCKS + 1 .. MEDIUM_BLOCKS blocks to the chunk (emitted after
+        the pieces), whose values reach pieces 1 .. MEDIUM_BLOCKS - CHUNK through phis."""
         swm = b.switch(nblk, fail)
+        entry, phis = b.block, {}
         for m in range(SHORT_BLOCKS + 1):
             pb = b.append_basic_block(f"nr{nr}.m{m}")
             swm.add_case(ir.Constant(i64, m), pb)
             b.position_at_end(pb)
-            piece(nr, m)
+            args = [inp, out, nv, ln, a]
+            if medium and 1 <= m <= MEDIUM_BLOCKS - CHUNK:
+                args = [b.phi(v.type, name=f"t{k}") for k, v in enumerate(args)]
+                for phi, v in zip(args, [inp, out, nv, ln, a], strict=True):
+                    phi.add_incoming(v, entry)
+                phis[m] = (pb, args)
+            piece(nr, m, *args)
+        if medium:
+            cb = b.append_basic_block(f"nr{nr}.chunk")
+            for m in range(SHORT_BLOCKS + 1, MEDIUM_BLOCKS + 1):
+                swm.add_case(ir.Constant(i64, m), cb)
+            b.position_at_end(cb)
+            *vals, tn = chunk(nr)
+            sw2 = b.switch(tn, fail)
+            for m, (pb, args) in phis.items():
+                sw2.add_case(ir.Constant(i64, m), pb)
+                for phi, v in zip(args, vals, strict=True):
+                    phi.add_incoming(v, b.block)
     f.dispatch_nr(ctx, arm)
     b.branch(fail)
     b.position_at_end(fail)  # a context key_init did not finish, or a caller's shape error
     b.ret(zero(1))
 
 
-def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value) -> ir.Value:
-    """Whether a message takes the short path (lengths only: public)."""
+def medium_blocks(params: Params, extra: bool = False) -> int:
+    """The most blocks of text vg.short.<mode> takes: MEDIUM_BLOCKS with the chunk two blocks
+    to a ymm vector (VAES without masks), else SHORT_BLOCKS, and in the record form.  Why
+    (same-run A/B, Zen 4, design notes "The medium path"): on vaes_avx512 the general path's
+    masked end is already as fast from 129 B (the chunk: 1.10-1.26x at 192-256 B); on the
+    one-block-wide backends the chunk won at 129-255 B but some 16-128 B seals measured 8-9%
+    slower (register allocation of the shared pieces)."""
+    be = params.backend
+    return MEDIUM_BLOCKS if be.width >= WIDE and not be.masked and not extra else SHORT_BLOCKS
+
+
+def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value,
+         blocks: int = SHORT_BLOCKS) -> ir.Value:
+    """Whether a message takes the short path with texts of at most ``blocks`` blocks
+    (``medium_blocks`` where the caller allows the medium path); lengths only: public."""
     c = lambda x: ir.Constant(i64, x)  # noqa: E731
     return b.and_(b.and_(b.icmp_unsigned("==", nl, c(12)), b.icmp_unsigned("<=", al, c(MAX_AAD))),
-                  b.icmp_unsigned("<=", ln, c(16 * SHORT_BLOCKS)))
+                  b.icmp_unsigned("<=", ln, c(16 * blocks)))
 
 
 def build_all(module: ir.Module, params: Params) -> None:
@@ -213,4 +296,5 @@ def build_all(module: ir.Module, params: Params) -> None:
     build_short(module, params, ENC, extra=True)
 
 
-__all__ = ["MAX_AAD", "SHORT_BLOCKS", "build_all", "fits", "nonce_block", "symbol", "with_byte"]
+__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "fits", "medium_blocks",
+           "nonce_block", "symbol", "with_byte"]
