@@ -49,13 +49,13 @@ BACKENDS: tuple[Backend, ...] = (
     Backend(
         "aesni_pclmul", frozenset({"aes", "pclmulqdq", "ssse3"}),
         "+aes,+pclmul,+ssse3,+sse4.1,-avx,-avx2,-fma,-f16c,-bmi,-bmi2,-adx," + _BASE,
-        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=1,
+        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=1, karatsuba=True,
         notes="legacy SSE encoding, 16 xmm registers",
     ),
     Backend(
         "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
-        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2,
+        width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2, karatsuba=True,
         notes="VEX encoding, the background threads' StitchAvx8",
     ),
     Backend(

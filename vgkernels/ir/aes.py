@@ -6,13 +6,15 @@ columns, ShiftRows moves nothing and the last round is SubBytes plus a zero roun
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from llvmlite import ir
 
 from .core import Emitter, dvec, i32, vec, zero
 
 NROUNDS = {16: 10, 24: 12, 32: 14}
+# the last round's key per vector, given the last round key (see aes_rounds)
+LastKeys = Callable[[ir.Value], list[ir.Value]] | None
 RCON = (0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1B, 0x36)
 
 
@@ -47,21 +49,27 @@ def key_expansion(em: Emitter, prims, key: ir.Value, nk: int) -> list[ir.Value]:
     return keys
 
 
-def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]
-               ) -> Iterator[list[ir.Value]]:
+def _last_round(prims, s: list[ir.Value], rk: ir.Value, last: LastKeys) -> list[ir.Value]:
+    keys = last(rk) if last is not None else [rk] * len(s)
+    return [prims.aesenclast(x, k) for x, k in zip(s, keys, strict=True)]
+
+
+def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value],
+               last: LastKeys = None) -> Iterator[list[ir.Value]]:
     """AES on several vectors, round-major (independent blocks in flight); yields after every
-    round so a stitched loop can interleave other work, and finally yields the results."""
+    round so a stitched loop can interleave other work, and finally yields the results.
+    ``last``: the last round's key per vector from the last round key (default: that key)."""
     b = em.b
     s = [b.xor(x, rks[0]) for x in states]
     nr = len(rks) - 1
     for r in range(1, nr):
         s = [prims.aesenc(x, rks[r]) for x in s]
         yield s
-    yield [prims.aesenclast(x, rks[nr]) for x in s]
+    yield _last_round(prims, s, rks[nr], last)
 
 
-def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], done: int
-                    ) -> Iterator[list[ir.Value]]:
+def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], done: int,
+                    last: LastKeys = None) -> Iterator[list[ir.Value]]:
     """The rounds after `done` (states already had round key 0 and aesenc 1..done applied);
     yields after every round, the last yield being the keystream."""
     nr = len(rks) - 1
@@ -69,7 +77,7 @@ def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Val
     for r in range(done + 1, nr):
         s = [prims.aesenc(x, rks[r]) for x in s]
         yield s
-    yield [prims.aesenclast(x, rks[nr]) for x in s]
+    yield _last_round(prims, s, rks[nr], last)
 
 
 def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], upto: int

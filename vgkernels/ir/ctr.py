@@ -22,7 +22,8 @@ def add(em: Emitter, ctr: ir.Value, k: int | ir.Value) -> ir.Value:
     if isinstance(k, int):
         inc = lane_increments(1, k)
     else:
-        inc = b.insert_element(ir.Constant(dvec(1), None), k, ir.Constant(i32, 0))
+        # zeros, not undef, in dwords 1-3: undef + ctr would be undef there
+        inc = b.insert_element(lane_increments(1, 0), k, ir.Constant(i32, 0))
     return b.bitcast(b.add(b.bitcast(ctr, dvec(1)), inc), vec(1))
 
 
