@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from vgkernels.api import AesGcm
 from vgkernels.binding import binding
+from vgkernels.kernels.gather import COPY_UPTO, RECORD_COPY
 from vgkernels.kernels.short import SHORT_BLOCKS
 
 KEY = bytes(range(32))
@@ -120,6 +121,59 @@ def test_short_messages_through_the_gather(backend):
             tag = a.encrypt_into(out, NONCE, [memoryview(out)[:k], pt[k:]], aad,
                                  copy_below=False)
             assert bytes(out[:n]) + bytes(tag) == want and out[n:] == b"\xa5" * 16, where
+
+
+def test_two_pieces_around_copy_upto(backend):
+    """Two pieces whose text seal_gather copies into the output and seals there (at most
+    COPY_UPTO bytes, unmasked backends) and just past that: cuts near both ends, the middle and
+    block boundaries, a 96-bit and another nonce, the first piece already in place, nothing
+    written past the text."""
+    a = AesGcm(KEY, backend=backend)
+    sizes = [129, 200, 255, 256, 511, 1000, COPY_UPTO - 1, COPY_UPTO, COPY_UPTO + 1, 2000]
+    for n in sizes if backend != "portable" else sizes[::3]:
+        r = rng("copy-upto", backend, n)
+        pt = rbytes(r, n)
+        cuts = sorted({c for c in (0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65,
+                                   n // 2, n // 2 + 1) if c <= n} | {n - d for d in range(18)})
+        for nonce in (NONCE, rbytes(r, 16)):
+            want = ref(KEY, nonce, pt, AAD)
+            for k in cuts:
+                got = a.encrypt(nonce, [pt[:k], pt[k:]], AAD, copy_below=False)
+                assert got == want, (backend, n, k, len(nonce))
+            for k in cuts[::4]:
+                out = bytearray(pt[:k] + bytes(n - k) + b"\xa5" * 16)
+                tag = a.encrypt_into(out, nonce, [memoryview(out)[:k], pt[k:]], AAD,
+                                     copy_below=False)
+                assert bytes(out[:n]) + bytes(tag) == want, (backend, n, k, "in place")
+                assert out[n:] == b"\xa5" * 16, (backend, n, k, "wrote past the text")
+
+
+def test_records_of_whole_groups_through_the_gather(backend):
+    """Records (n bytes then one) whose text is a multiple of 128 bytes, which seal_gather
+    copies on some backends (RECORD_COPY), their neighbours and the bounds, through seal_gather
+    (a nonce or AAD the two-slice entry does not take): also in place and with nothing
+    written past the text."""
+    a, spy = spied(backend)
+    lo, hi = RECORD_COPY
+    ns = sorted({lo - 1, lo - 2, lo, 1279, 2047, 2048, 2175, hi - 1, hi, hi + 127})
+    for n in ns if backend != "portable" else ns[::3]:
+        r = rng("groups", backend, n)
+        pt = rbytes(r, n + 1)
+        for nonce, aad in ((rbytes(r, 16), AAD), (NONCE, rbytes(r, 17))):
+            want = ref(KEY, nonce, pt, aad)
+            spy.clear()
+            got = a.encrypt(nonce, [pt[:n], pt[n:]], aad, copy_below=False)
+            assert got == want, (backend, n)
+            assert spy.calls == ["seal_gather"], spy.calls
+            out = bytearray(b"\xee") * (n + 4)
+            tag = a.encrypt_into(out, nonce, [pt[:n], pt[n:]], aad, copy_below=False)
+            assert bytes(out[:n + 1]) + tag == want and out[n + 1:] == b"\xee" * 3, (backend, n)
+            out = bytearray(pt)
+            mv = memoryview(out)
+            tag = a.encrypt_into(out, nonce, [mv[:n], mv[n:]], aad, copy_below=False)
+            assert bytes(out) + tag == want, (backend, n, "in place")
+            got = a.encrypt(nonce, [pt[:n], b""], aad, copy_below=False)
+            assert got == ref(KEY, nonce, pt[:n], aad), (backend, n, "no byte")
 
 
 def test_short_records_take_the_two_slice_entry(backend):

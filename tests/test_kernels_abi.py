@@ -119,11 +119,15 @@ def test_return_codes(backend):
     # gather: a total over the limit, including one that wraps around 2^64
     p = ctypes.addressof(buf)
     for lens in ([MAX_PLAINTEXT + 1], [MAX_PLAINTEXT, 1], [2**64 - 1, 1], [2**63, 2**63, 16],
-                 [8, 2**64 - 8]):
+                 [8, 2**64 - 8], [2**64 - 1, 100], [100, 2**64 - 50], [2**64 - 1024, 2048]):
         arr = pieces_array([(p, n) for n in lens])
         assert gather(ctx.addr, nonce, 12, aad, len(aad), arr, len(lens), out, tag) == TOO_LONG
     assert gather(ctx.addr, nonce, 0, aad, len(aad), pieces_array([(p, 4)]), 1, out,
                   tag) == BAD_NONCE
+    for lens in ([4, 4], [16, 300], [1, 39]):  # two pieces of a short text (vg.gather.copy)
+        arr = pieces_array([(p, n) for n in lens])
+        assert gather(ctx.addr, nonce, 0, aad, len(aad), arr, 2, out, tag) == BAD_NONCE
+        assert gather(ctx.addr, nonce, 12, aad, MAX_AAD + 1, arr, 2, out, tag) == AAD_TOO_LONG
     assert untouched()
     # and the happy path still works on the same context
     assert seal_out(ctx.addr, nonce, 12, aad, len(aad), buf, out, len(pt), tag) == OK
