@@ -77,7 +77,7 @@ def test_asm_one_function_and_variant(capsys):
                      "--cpu", "x86-64-v2"]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
-    assert first == "vg_aesni_pclmul_split_g8_s16_r0_seal:", first
+    assert first == "vg_aesni_pclmul_split_g8_s16_r0_k_seal:", first
     labels = [x for x in out.splitlines() if x.startswith("vg_") and x.endswith(":")]
     assert labels == [first]  # one function only
     assert "aesenc" in out
@@ -108,9 +108,9 @@ def test_export_variant_and_cpu(tmp_path, capsys):
     assert cli.main(["export", "aesni_pclmul_avx", str(tmp_path), "--variant",
                      "tail=split,group=4", "--cpu", "x86-64-v3"]) == 0
     obj, hdr = capsys.readouterr().out.split()
-    assert obj.endswith("vg_aesni_pclmul_avx_split_g4_s8_r0.o")
-    assert (tmp_path / "vg_aesni_pclmul_avx_split_g4_s8_r0.h").read_text().count(
-        "vg_aesni_pclmul_avx_split_g4_s8_r0_seal(") == 1
+    assert obj.endswith("vg_aesni_pclmul_avx_split_g4_s8_r0_k.o")
+    assert (tmp_path / "vg_aesni_pclmul_avx_split_g4_s8_r0_k.h").read_text().count(
+        "vg_aesni_pclmul_avx_split_g4_s8_r0_k_seal(") == 1
 
 
 def _actions(p: argparse.ArgumentParser) -> list[argparse.Action]:
