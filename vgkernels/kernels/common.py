@@ -104,3 +104,19 @@ class Fn:
             a.align = 16
             a.type = ptr  # llvmlite types allocas as typed pointers; LLVM 22 wants opaque ones
         return a
+
+
+def copy_from_64(em: Emitter, src: ir.Value, n: ir.Value, dst: ir.Value) -> None:
+    """n >= 64 bytes from src to dst, 64 at a time, the last 64 overlapping (no byte past
+    either buffer; src == dst copies onto itself)."""
+    b = em.b
+    c = lambda x: ir.Constant(i64, x)  # noqa: E731
+    last = b.sub(n, c(64))
+    with em.loop("rcopy", lambda v: b.icmp_unsigned("<", v.off, last), off=c(0)) as v:
+        lo, hi = em.load(src, v.off, 2), em.load(src, b.add(v.off, c(32)), 2)
+        em.store(lo, dst, v.off)
+        em.store(hi, dst, b.add(v.off, c(32)))
+        v.off = b.add(v.off, c(64))
+    lo, hi = em.load(src, last, 2), em.load(src, b.add(last, c(32)), 2)
+    em.store(lo, dst, last)
+    em.store(hi, dst, b.add(last, c(32)))

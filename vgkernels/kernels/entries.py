@@ -15,7 +15,7 @@ from ..ir import aes, partial
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i8, i32, i64, i128, ptr, vec, void, zero
 from . import short
-from .common import Fn, Params
+from .common import Fn, Params, copy_from_64
 from .modes import DEC, ENC
 
 
@@ -214,11 +214,18 @@ def build_record(module: ir.Module, params: Params) -> None:
     total = b.add(n0, n1)
     e.guard(b.or_(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT)),
                   b.icmp_unsigned(">", total, _c(MAX_PLAINTEXT))), abi.RC_TEXT_TOO_LONG)
-    with b.if_then(short.fits(b, nl, al, total)):
+    with b.if_then(short.fits(b, nl, al, total, short.medium_blocks(params))):
         (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
                                     lambda: [em.load_int(p1, 0, i8)],
                                     lambda: [ir.Constant(i8, 0)], "sbyte")
-        t = e.call(short.symbol(ENC, extra=True), [ctx, nonce, aad, al, p0, out, n0, byte, n1])
+        args = [ctx, nonce, aad, al, p0, out, n0, byte, n1]
+        if short.medium_blocks(params) > short.SHORT_BLOCKS:
+            (t,) = em.if_else_values(
+                b.icmp_unsigned(">", total, _c(16 * short.SHORT_BLOCKS)),
+                lambda: [e.call(short.RECORD_COPY, args)],
+                lambda: [e.call(short.symbol(ENC, extra=True), args)], "medium")
+        else:
+            t = e.call(short.symbol(ENC, extra=True), args)
         em.store(t, tag, 0)
         _ret(b, abi.RC_OK)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
@@ -269,21 +276,6 @@ def copy_whole_upto(params: Params) -> int:
     return COPY_WHOLE_UPTO if "+avx" in be.llvm_features.split(",") else COPY_WHOLE_UPTO_SSE
 
 
-def copy_record(e: Entry, p0: ir.Value, n0: ir.Value, out: ir.Value) -> None:
-    """n0 >= 64 bytes from p0 to out, 64 at a time, the last 64 overlapping (no byte past
-    either buffer; p0 == out copies onto itself)."""
-    em, b = e.em, e.b
-    last = b.sub(n0, _c(64))
-    with em.loop("rcopy", lambda v: b.icmp_unsigned("<", v.off, last), off=_c(0)) as v:
-        lo, hi = em.load(p0, v.off, 2), em.load(p0, b.add(v.off, _c(32)), 2)
-        em.store(lo, out, v.off)
-        em.store(hi, out, b.add(v.off, _c(32)))
-        v.off = b.add(v.off, _c(64))
-    lo, hi = em.load(p0, last, 2), em.load(p0, b.add(last, _c(32)), 2)
-    em.store(lo, out, last)
-    em.store(hi, out, b.add(last, _c(32)))
-
-
 def seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:
     """n0 bytes at p0, then n1 (0 or 1) bytes at p1, through one stitched call.
 
@@ -305,7 +297,7 @@ def seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:
 
     def copied():
         byte = em.load_int(p1, 0, i8)  # first: p1 may already be at its place, out + n0
-        copy_record(e, p0, n0, out)
+        copy_from_64(em, p0, n0, out)
         em.store_int(byte, out, n0)
         e.call("vg.bulk.enc", [ctx, io, out, out, total, ir.Constant(i1, 1), pub])
         return []

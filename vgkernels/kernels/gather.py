@@ -22,8 +22,8 @@ from ..ir import ctr as ctrs
 from ..ir import partial
 from ..ir.core import Emitter, i1, i64, i128, ptr
 from . import short
-from .common import Params
-from .entries import RECORD, Entry, align_frame, copy_record, seal_with_byte
+from .common import Params, copy_from_64
+from .entries import RECORD, Entry, align_frame, seal_with_byte
 from .modes import ENC
 
 ARGS = [ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
@@ -97,7 +97,7 @@ def copy_piece(e: Entry, p: ir.Value, n: ir.Value, dst: ir.Value) -> None:
                                          below(size // 2), f"cp{size}")
 
     def big():
-        copy_record(e, p, n, dst)
+        copy_from_64(em, p, n, dst)
         return []
     em.if_else_values(b.icmp_unsigned(">=", n, _c(64)), big, below(32), "cp64")
 
@@ -162,7 +162,9 @@ class Gather:
         already at its place, which copies onto itself.  (On two-slice backends one piece, or
         a piece then a byte, goes to vg.record instead.)"""
         em, b = self.em, self.b
-        with b.if_then(short.fits(b, self.nl, self.al, total)):
+        # vg.gather.copy takes the medium path too; the general function stays as it was
+        blocks = short.medium_blocks(self.params) if self.count else short.SHORT_BLOCKS
+        with b.if_then(short.fits(b, self.nl, self.al, total, blocks)):
             if self.count is None:  # masked chunks, or 3+ pieces in the general function
                 with em.loop("scopy", lambda v: b.icmp_unsigned("<", v.k, self.npieces),
                              k=_c(0), pos=_c(0)) as v:

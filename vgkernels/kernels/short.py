@@ -33,10 +33,11 @@ from llvmlite import ir
 
 from ..ir import aes, partial
 from ..ir.core import Emitter, dvec, i8, i32, i64, i128, ptr, vec, zero
-from .common import Fn, Params
+from .common import Fn, Params, copy_from_64
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
+RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes (not the record form)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
@@ -136,7 +137,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     by value.  The byte goes into the last block's register (after the len0 - 16(m-1) bytes read
     from ``in``): the text of two pieces is sealed where it lies, with no copy to assemble it
     and no store-to-load forwarding stall on the assembled block.  The caller checks
-    len0 + nb <= 16 * SHORT_BLOCKS (no medium path in this form).
+    len0 + nb <= 16 * SHORT_BLOCKS (record_copy takes the medium sizes).
 
     The medium path (SHORT_BLOCKS < blocks <= MEDIUM_BLOCKS, where ``medium_blocks`` allows
     it): the first CHUNK blocks (`chunk`), then the piece of the t blocks after them, the
@@ -156,7 +157,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     lens = b.insert_element(zero(1), b.shl(ln, c(3)), ir.Constant(i32, 0))
     lens = b.insert_element(lens, b.shl(al, c(3)), ir.Constant(i32, 1))
     nblk = b.lshr(b.add(ln, c(15)), c(4))
-    medium = medium_blocks(params, extra) > SHORT_BLOCKS
+    medium = not extra and medium_blocks(params) > SHORT_BLOCKS
 
     def chunk(nr: int) -> list:
         """The medium path's first CHUNK blocks (all whole).  With t blocks after them, A is at
@@ -270,15 +271,33 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     b.ret(zero(1))
 
 
-def medium_blocks(params: Params, extra: bool = False) -> int:
+def build_record_copy(module: ir.Module, params: Params) -> None:
+    """vg.short.enc.copy, vg.short.enc.byte's arguments, where the medium path exists: the
+    piece (len0 > 16 * SHORT_BLOCKS - 1 bytes) and the byte copied into the output, then
+    vg.short.enc there.  The medium path has no record form; the stitched record path measured
+    1.10-1.18x copy + in-place seal at 129-255 B.  Its own function, so vg.short.enc.byte's
+    code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B)."""
+    f = Fn(module, params, RECORD_COPY, vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64, i8, i64])
+    f.fn.attributes.add("noinline")
+    em, b = f.em, f.b
+    ctx, nonce, aad, al, inp, out, n0, byte, nb = f.args
+    copy_from_64(em, inp, n0, out)
+    with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
+        em.store_int(byte, out, n0)
+    b.ret(b.call(module.globals[symbol(ENC)], [ctx, nonce, aad, al, out, out, b.add(n0, nb)],
+                 tail=True))
+
+
+def medium_blocks(params: Params) -> int:
     """The most blocks of text vg.short.<mode> takes: MEDIUM_BLOCKS with the chunk two blocks
-    to a ymm vector (VAES without masks), else SHORT_BLOCKS, and in the record form.  Why
-    (same-run A/B, Zen 4, design notes "The medium path"): on vaes_avx512 the general path's
+    to a ymm vector (VAES without masks), else SHORT_BLOCKS (records past SHORT_BLOCKS go
+    through vg.short.enc.copy).  Why (same-run A/B, Zen 4, design notes "The medium path"):
+    on vaes_avx512 the general path's
     masked end is already as fast from 129 B (the chunk: 1.10-1.26x at 192-256 B); on the
     one-block-wide backends the chunk won at 129-255 B but some 16-128 B seals measured 8-9%
     slower (register allocation of the shared pieces)."""
     be = params.backend
-    return MEDIUM_BLOCKS if be.width >= WIDE and not be.masked and not extra else SHORT_BLOCKS
+    return MEDIUM_BLOCKS if be.width >= WIDE and not be.masked else SHORT_BLOCKS
 
 
 def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value,
@@ -294,6 +313,8 @@ def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
         build_short(module, params, mode)
     build_short(module, params, ENC, extra=True)
+    if medium_blocks(params) > SHORT_BLOCKS:
+        build_record_copy(module, params)
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "fits", "medium_blocks",
