@@ -152,7 +152,7 @@ def build_seal_out(module: ir.Module, params: Params, op: str = "seal_out") -> N
         return [e.tag(io, ej0)]
     (t,) = e.em.if_else_values(
         short.fits(e.b, nl, al, ln, short.medium_blocks(params)),
-        lambda: [e.call(short.symbol(ENC), [ctx, nonce, aad, al, inp, out, ln])], general, "short")
+        lambda: [short.call(e.f, ENC, [ctx, nonce, aad, al, inp, out, ln])], general, "short")
     e.em.store(t, tag, 0)
     _ret(e.b, abi.RC_OK)
 
@@ -178,8 +178,8 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
         e.call("vg.bulk.dec", [ctx, io, inp, out, ln, ir.Constant(i1, 1), e.pub_ctr(nl)])
         return [e.tag(io, ej0)]
     (t,) = em.if_else_values(
-        short.fits(b, nl, al, ln, short.medium_blocks(params)),
-        lambda: [e.call(short.symbol(DEC), [ctx, nonce, aad, al, inp, out, ln])], general, "short")
+        short.fits(b, nl, al, ln, short.medium_blocks(params, DEC)),
+        lambda: [short.call(e.f, DEC, [ctx, nonce, aad, al, inp, out, ln])], general, "short")
     want = em.to_i128(t)
     (given,) = em.if_else_values(
         b.icmp_unsigned("==", tl, _c(16)),

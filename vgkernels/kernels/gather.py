@@ -181,8 +181,8 @@ class Gather:
                     v.k = b.add(v.k, _c(1))
             else:
                 self.copy_pieces()
-            t = self.e.call(short.symbol(ENC), [self.ctx, self.nonce, self.aad, self.al,
-                                                self.out, self.out, total])
+            t = short.call(self.e.f, ENC, [self.ctx, self.nonce, self.aad, self.al, self.out,
+                                           self.out, total], blocks)
             em.store(t, self.tag, 0)
             b.ret(ir.Constant(ir.IntType(32), abi.RC_OK))
 

@@ -39,7 +39,8 @@ from .modes import DEC, ENC, Mode
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
-MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes (not the record form)
+MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
+DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -123,11 +124,12 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
 
 
-def symbol(mode: Mode, extra: bool = False) -> str:
-    return f"vg.short.{mode.name}" + (".byte" if extra else "")
+def symbol(mode: Mode, extra: bool = False, medium: bool = False) -> str:
+    return f"vg.short.{mode.name}" + (".byte" if extra else "") + (".medium" if medium else "")
 
 
-def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False) -> None:
+def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False,
+                medium_only: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
     16 * medium_blocks(params).
@@ -143,9 +145,12 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     it): the first CHUNK blocks (`chunk`), then the piece of the t blocks after them, the
     same code as the short path's t-block piece: one switch on the block count sends 0..8 to
     the pieces and 9..16 to the chunk, which goes on to piece t; the pieces take their input,
-    output, counter base, length and A through phis."""
+    output, counter base, length and A through phis.
+
+    ``medium_only``: vg.short.<mode>.medium, the same function for 9..16 blocks only, where
+    the medium path is its own function (``separate_medium``)."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
-    f = Fn(module, params, symbol(mode, extra), vec(1), args)
+    f = Fn(module, params, symbol(mode, extra, medium_only), vec(1), args)
     em, b, gh = f.em, f.b, f.gh
     ctx, nonce, aad, al, inp, out, ln = f.args[:7]
     c = lambda x: ir.Constant(i64, x)  # noqa: E731
@@ -157,7 +162,8 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     lens = b.insert_element(zero(1), b.shl(ln, c(3)), ir.Constant(i32, 0))
     lens = b.insert_element(lens, b.shl(al, c(3)), ir.Constant(i32, 1))
     nblk = b.lshr(b.add(ln, c(15)), c(4))
-    medium = not extra and medium_blocks(params) > SHORT_BLOCKS
+    medium = medium_only or (not extra and medium_blocks(params) > SHORT_BLOCKS
+                              and not separate_medium(params))
 
     def chunk(nr: int) -> list:
         """The medium path's first CHUNK blocks (all whole).  With t blocks after them, A is at
@@ -244,14 +250,18 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         swm = b.switch(nblk, fail)
         entry, phis = b.block, {}
         for m in range(SHORT_BLOCKS + 1):
+            if medium_only and not 1 <= m <= MEDIUM_BLOCKS - CHUNK:
+                continue  # the pieces only the chunk reaches
             pb = b.append_basic_block(f"nr{nr}.m{m}")
-            swm.add_case(ir.Constant(i64, m), pb)
+            if not medium_only:
+                swm.add_case(ir.Constant(i64, m), pb)
             b.position_at_end(pb)
             args = [inp, out, nv, ln, a]
             if medium and 1 <= m <= MEDIUM_BLOCKS - CHUNK:
                 args = [b.phi(v.type, name=f"t{k}") for k, v in enumerate(args)]
-                for phi, v in zip(args, [inp, out, nv, ln, a], strict=True):
-                    phi.add_incoming(v, entry)
+                if not medium_only:
+                    for phi, v in zip(args, [inp, out, nv, ln, a], strict=True):
+                        phi.add_incoming(v, entry)
                 phis[m] = (pb, args)
             piece(nr, m, *args)
         if medium:
@@ -284,20 +294,46 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     copy_from_64(em, inp, n0, out)
     with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
         em.store_int(byte, out, n0)
-    b.ret(b.call(module.globals[symbol(ENC)], [ctx, nonce, aad, al, out, out, b.add(n0, nb)],
-                 tail=True))
+    b.ret(b.call(module.globals[symbol(ENC, medium=separate_medium(params))],
+                 [ctx, nonce, aad, al, out, out, b.add(n0, nb)], tail=True))
 
 
-def medium_blocks(params: Params) -> int:
-    """The most blocks of text vg.short.<mode> takes: MEDIUM_BLOCKS with the chunk two blocks
-    to a ymm vector (VAES without masks), else SHORT_BLOCKS (records past SHORT_BLOCKS go
-    through vg.short.enc.copy).  Why (same-run A/B, Zen 4, design notes "The medium path"):
-    on vaes_avx512 the general path's
-    masked end is already as fast from 129 B (the chunk: 1.10-1.26x at 192-256 B); on the
-    one-block-wide backends the chunk won at 129-255 B but some 16-128 B seals measured 8-9%
-    slower (register allocation of the shared pieces)."""
+def medium_blocks(params: Params, mode: Mode = ENC) -> int:
+    """The most blocks of text vg.short.<mode> (with vg.short.<mode>.medium) takes:
+    MEDIUM_BLOCKS on the unmasked x86 backends, else SHORT_BLOCKS (records past SHORT_BLOCKS
+    go through vg.short.enc.copy).  Why (same-run A/B, Zen 4, design notes "The medium
+    path"): on vaes_avx512 the general path's masked end is already as fast from 129 B (the
+    chunk: 1.10-1.26x at 192-256 B).  aesni_pclmul_avx's open stops at DEC_AVX_BLOCKS: its
+    general path's two stitched groups measured 1.12x faster than the chunk at 256 B, level at
+    240 B."""
     be = params.backend
-    return MEDIUM_BLOCKS if be.width >= WIDE and not be.masked else SHORT_BLOCKS
+    if be.masked or be.prims != "x86":
+        return SHORT_BLOCKS
+    if mode is DEC and be.width < WIDE and "+avx" in be.llvm_features.split(","):
+        return DEC_AVX_BLOCKS
+    return MEDIUM_BLOCKS
+
+
+def separate_medium(params: Params) -> bool:
+    """Whether the medium path is its own function, vg.short.<mode>.medium: on the one-block-
+    wide backends, where the chunk inside vg.short.<mode> reallocated the shared pieces'
+    registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx)."""
+    return medium_blocks(params) > SHORT_BLOCKS and params.backend.width < WIDE
+
+
+def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
+    """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
+    medium_blocks unless given: where the medium path is its own function, a branch on the
+    length picks it."""
+    em, b = fn.em, fn.b
+    module = b.module
+    if not separate_medium(fn.params) or (blocks or MEDIUM_BLOCKS) <= SHORT_BLOCKS:
+        return b.call(module.globals[symbol(mode)], args)
+    (t,) = em.if_else_values(
+        b.icmp_unsigned(">", args[6], ir.Constant(i64, 16 * SHORT_BLOCKS)),
+        lambda: [b.call(module.globals[symbol(mode, medium=True)], args)],
+        lambda: [b.call(module.globals[symbol(mode)], args)], "medium")
+    return t
 
 
 def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value,
@@ -312,10 +348,12 @@ def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value,
 def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
         build_short(module, params, mode)
+        if separate_medium(params):
+            build_short(module, params, mode, medium_only=True)
     build_short(module, params, ENC, extra=True)
     if medium_blocks(params) > SHORT_BLOCKS:
         build_record_copy(module, params)
 
 
-__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "fits", "medium_blocks",
-           "nonce_block", "symbol", "with_byte"]
+__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "fits",
+           "medium_blocks", "nonce_block", "separate_medium", "symbol", "with_byte"]
