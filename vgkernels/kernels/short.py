@@ -17,12 +17,13 @@ wide: the serial chain is the same and the wide set-up only adds.  Not zmm: on Z
 Zen 4): at 65-128 B this path took 0.55-0.8x the general path's time on every x86 backend; 16
 blocks won at 129-256 B too but doubled the generated IR and grew the object by half.
 
-Medium path (vaes_avx2: ``medium_blocks``): 9..16 blocks (129-256 B) through the same function:
-the first CHUNK = 8 blocks as four ymm pairs with constant powers, reduced to S = A*H^8 + C1*H^7
-+ .. + C7*H + C8, then the short path's own piece for the t blocks after them with S in A's
-place (the whole sum is S*H^(t+2) + the tail's terms).  The pieces are shared through phis, so
-the IR grows by one chunk per round count, not by eight more pieces (design notes, "The medium
-path").
+Medium path (unmasked x86 backends: ``medium_blocks``): 9..16 blocks (129-256 B): the first
+CHUNK = 8 blocks (ymm pairs where the backend has VAES) with constant powers, reduced to S =
+A*H^8 + C1*H^7 + .. + C7*H + C8, then the short path's own piece for the t blocks after them
+with S in A's place (the whole sum is S*H^(t+2) + the tail's terms).  On vaes_avx2 it lives in
+the same function, the pieces shared through phis (the IR grows by one chunk per round count);
+on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_medium``), so the
+16-128 B pieces keep their register allocation (design notes, "The medium path").
 
 Every branch is on a length (public), every address is a buffer plus a length.
 """
