@@ -76,3 +76,19 @@ def test_same_tree_both_sides(tmp_path):
     assert len(df) == 2 * 2 * 2 * 3  # ops x sizes x sides x rounds
     tab = paired(df, ["backend", "op", "shape", "n"])
     assert len(tab) == 4 and (tab["rounds"] == 3).all() and (tab["ratio"] > 0).all()
+
+
+def test_a_declined_shape_is_skipped_and_said():
+    """seal_two_slice declines 16 + rest: that pair is left out (and said), not half-measured;
+    the other cases of the plan still run."""
+    names = {b.name for b in usable()}
+    be = next((b for b in ("aesni_pclmul", "aesni_pclmul_avx", "vaes_avx2") if b in names), None)
+    if be is None:
+        pytest.skip("no x86 backend with the two-slice entry on this CPU")
+    dump = revision.base_ir(str(TREE), [be])
+    plan = revision.Plan((be,), ("two_slice",), (64,), ("16+rest", "n+1"), k=2, gap_ms=0.0,
+                         target_us=2.0)
+    said: list[str] = []
+    df = revision.measure(plan, dump, progress=said.append)
+    assert set(df["shape"]) == {"n+1"} and set(df["side"]) == {"head", "base"}
+    assert any(m.startswith(f"skipped {be} two_slice 16+rest 64") for m in said), said
