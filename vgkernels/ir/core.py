@@ -54,6 +54,13 @@ def const_vec(w: int, qwords: Sequence[int]) -> ir.Constant:
     return ir.Constant(vec(w), vals)
 
 
+class _VolatileLoad(ir.LoadInstr):
+    def descr(self, buf):
+        before: list[str] = []
+        super().descr(before)
+        buf.append(before[0].replace("load ", "load volatile ", 1))
+
+
 class Emitter:
     """An IRBuilder plus the helpers every generator needs."""
 
@@ -88,6 +95,15 @@ class Emitter:
 
     def store_int(self, v: ir.Value, base: ir.Value, offset: ir.Value | int) -> None:
         self.b.store(v, self.gep(base, offset), align=1)
+
+    def load_volatile(self, base: ir.Value, offset: ir.Value | int, typ: ir.IntType,
+                      align: int = 1) -> ir.Value:
+        """A load LLVM neither merges with its neighbours nor shares with an earlier load of
+        the same bytes (llvmlite's builder has no volatile flag)."""
+        ld = _VolatileLoad(self.b.block, self.gep(base, offset), typ=typ)
+        ld.align = align
+        self.b._insert(ld)
+        return ld
 
     # -- lanes and bytes -------------------------------------------------------------------
     def xor(self, *vs: ir.Value) -> ir.Value:

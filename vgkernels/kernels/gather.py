@@ -102,21 +102,11 @@ def copy_piece(e: Entry, p: ir.Value, n: ir.Value, dst: ir.Value) -> None:
     em.if_else_values(b.icmp_unsigned(">=", n, _c(64)), big, below(32), "cp64")
 
 
-class _VolatileLoad(ir.LoadInstr):
-    def descr(self, buf):
-        before: list[str] = []
-        super().descr(before)
-        buf.append(before[0].replace("load ", "load volatile ", 1))
-
-
 def _reload(em: Emitter, base: ir.Value, off: int) -> ir.Value:
     """The i64 at base + off, read again (volatile: LLVM keeps it apart from an earlier load of
     it, so it folds into the instruction that uses it: seal_gather has no register to spare
     for a shared one without a frame)."""
-    ld = _VolatileLoad(em.b.block, em.gep(base, off), typ=i64)
-    ld.align = 8
-    em.b._insert(ld)
-    return ld
+    return em.load_volatile(base, off, i64, align=8)
 
 
 class Gather:

@@ -47,13 +47,6 @@ WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
 
 
-class _VolatileLoad(ir.LoadInstr):
-    def descr(self, buf):
-        before: list[str] = []
-        super().descr(before)
-        buf.append(before[0].replace("load ", "load volatile ", 1))
-
-
 def nonce_block(em: Emitter, nonce: ir.Value) -> ir.Value:
     """The 12 nonce bytes in the low 12 bytes of a block (the rest zero), read as three 4-byte
     loads, volatile so LLVM does not merge them into a wider load.  Why: a caller that has just
@@ -64,10 +57,7 @@ def nonce_block(em: Emitter, nonce: ir.Value) -> ir.Value:
     b = em.b
     v = ir.Constant(dvec(1), [ir.Constant(i32, 0)] * 4)
     for k in range(3):
-        ld = _VolatileLoad(b.block, em.gep(nonce, 4 * k), typ=i32)
-        ld.align = 1
-        b._insert(ld)
-        v = b.insert_element(v, ld, ir.Constant(i32, k))
+        v = b.insert_element(v, em.load_volatile(nonce, 4 * k, i32), ir.Constant(i32, k))
     return v
 
 
