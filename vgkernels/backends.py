@@ -36,6 +36,11 @@ class Backend:
     def missing(self, have: frozenset[str]) -> frozenset[str]:
         return self.features - have
 
+    @property
+    def llvm_enabled(self) -> frozenset[str]:
+        """The LLVM target features its code generator gets switched on (``+name``)."""
+        return frozenset(t[1:] for t in self.llvm_features.split(",") if t.startswith("+"))
+
 
 _BASE = ("-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-vaes,"
          "-vpclmulqdq,-gfni,-sha,-evex512")

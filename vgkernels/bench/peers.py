@@ -79,8 +79,7 @@ class PeerUnavailable(RuntimeError):
 
 def backend_features(be: Backend) -> frozenset[str]:
     """OPENSSL_BITS names the backend's code generator gets (``+name`` in its llvm_features)."""
-    on = {t[1:] for t in be.llvm_features.split(",") if t.startswith("+")}
-    return frozenset(_LLVM_TO_OPENSSL[f] for f in on if f in _LLVM_TO_OPENSSL)
+    return frozenset(_LLVM_TO_OPENSSL[f] for f in be.llvm_enabled if f in _LLVM_TO_OPENSSL)
 
 
 def ia32cap_mask(be: Backend) -> str:

@@ -218,14 +218,7 @@ def build_record(module: ir.Module, params: Params) -> None:
         (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
                                     lambda: [em.load_int(p1, 0, i8)],
                                     lambda: [ir.Constant(i8, 0)], "sbyte")
-        args = [ctx, nonce, aad, al, p0, out, n0, byte, n1]
-        if short.medium_blocks(params) > short.SHORT_BLOCKS:
-            (t,) = em.if_else_values(
-                b.icmp_unsigned(">", total, _c(16 * short.SHORT_BLOCKS)),
-                lambda: [e.call(short.RECORD_COPY, args)],
-                lambda: [e.call(short.symbol(ENC, extra=True), args)], "medium")
-        else:
-            t = e.call(short.symbol(ENC, extra=True), args)
+        t = short.call_record(e.f, [ctx, nonce, aad, al, p0, out, n0, byte, n1], total)
         em.store(t, tag, 0)
         _ret(b, abi.RC_OK)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
@@ -273,7 +266,7 @@ def copy_whole_upto(params: Params) -> int:
     be = params.backend
     if be.masked:
         return 0
-    return COPY_WHOLE_UPTO if "+avx" in be.llvm_features.split(",") else COPY_WHOLE_UPTO_SSE
+    return COPY_WHOLE_UPTO if "avx" in be.llvm_enabled else COPY_WHOLE_UPTO_SSE
 
 
 def seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:

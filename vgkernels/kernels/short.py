@@ -289,6 +289,22 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
                  [ctx, nonce, aad, al, out, out, b.add(n0, nb)], tail=True))
 
 
+def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
+    """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
+    fits(..., medium_blocks); past SHORT_BLOCKS, where the medium path exists,
+    vg.short.enc.copy (the same arguments) instead."""
+    em, b = fn.em, fn.b
+    module = b.module
+    record = module.globals[symbol(ENC, extra=True)]
+    if medium_blocks(fn.params) <= SHORT_BLOCKS:
+        return b.call(record, args)
+    (t,) = em.if_else_values(
+        b.icmp_unsigned(">", total, ir.Constant(i64, 16 * SHORT_BLOCKS)),
+        lambda: [b.call(module.globals[RECORD_COPY], args)],
+        lambda: [b.call(record, args)], "medium")
+    return t
+
+
 def medium_blocks(params: Params, mode: Mode = ENC) -> int:
     """The most blocks of text vg.short.<mode> (with vg.short.<mode>.medium) takes:
     MEDIUM_BLOCKS on the unmasked x86 backends, else SHORT_BLOCKS (records past SHORT_BLOCKS
@@ -300,7 +316,7 @@ def medium_blocks(params: Params, mode: Mode = ENC) -> int:
     be = params.backend
     if be.masked or be.prims != "x86":
         return SHORT_BLOCKS
-    if mode is DEC and be.width < WIDE and "+avx" in be.llvm_features.split(","):
+    if mode is DEC and be.width < WIDE and "avx" in be.llvm_enabled:
         return DEC_AVX_BLOCKS
     return MEDIUM_BLOCKS
 
@@ -346,5 +362,5 @@ def build_all(module: ir.Module, params: Params) -> None:
         build_record_copy(module, params)
 
 
-__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "fits",
+__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record", "fits",
            "medium_blocks", "nonce_block", "separate_medium", "symbol", "with_byte"]
