@@ -217,3 +217,34 @@ def test_aes_rate_and_heat():
     h = at.heat(raw)
     assert list(h.columns) == [0, 64, 128]
     assert h.loc[("vaes_avx2", 4096), 128] == pytest.approx(1.1)
+
+
+def test_placement_uses_the_confirmed_paired_ratio():
+    """With confirmation rows the check is the largest paired ratio (not the sweep's
+    largest minimum, which stays as a context row without a limit)."""
+    raw = _raw()
+    conf = pd.DataFrame([
+        {"part": "place_io_confirm", "backend": "vaes_avx2", "n": 4096, "offset": o, "role": r,
+         "min_ns": mn, "median_ns": md, "paired_ratio": pr, "paired_lo": pr - 0.01,
+         "paired_hi": pr + 0.01, "rounds": 21}
+        for o, r, mn, md, pr in ((0, "fastest", 333.0, 340.0, 1.0),
+                                 (128, "slow", 340.0, 347.0, 1.02),
+                                 (64, "slow", 336.0, 360.0, 1.04))])
+    tab = at.table(pd.concat([raw, conf], ignore_index=True))
+    pl = _one(tab, "placement: output")
+    assert pl["ratio"] == pytest.approx(1.04) and pl["holds"]
+    assert pl["measured"] == 360.0 and pl["reference"] == 340.0
+    assert pl["detail"].startswith("slowest at 64 vs 0, paired over 21 rounds")
+    ctx = _one(tab, "placement sweep minima")
+    assert ctx["ratio"] == pytest.approx(1.1) and pd.isna(ctx["holds"])
+    assert ctx["detail"] == "slowest at 128"
+
+
+def test_confirm_candidates_fastest_first_then_the_slowest():
+    from vgkernels.bench.targets import confirm_candidates
+
+    df = pd.DataFrame({"part": ["place_io"] * 5 + ["seal"], "backend": "b", "n": 4096,
+                       "offset": [0, 64, 128, 192, 256, 0],
+                       "min_ns": [5.0, 1.0, 9.0, 7.0, 3.0, 0.5]})
+    assert confirm_candidates(df, 2) == {("place_io", "b", 4096): [64, 128, 192]}
+    assert confirm_candidates(df, 9) == {("place_io", "b", 4096): [64, 128, 192, 0, 256]}

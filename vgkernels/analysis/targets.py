@@ -33,8 +33,10 @@ COLUMNS = ["target", "check", "backend", "size", "detail", "measured", "referenc
 
 
 def _row(target: int, check: str, backend: str, size: int, measured: float, reference: float,
-         unit: str, limit: float, detail: str = "") -> dict:
-    ratio = measured / reference if reference else math.nan
+         unit: str, limit: float, detail: str = "", ratio: float | None = None) -> dict:
+    """``ratio``: measured / reference unless given (a paired ratio's median)."""
+    if ratio is None:
+        ratio = measured / reference if reference else math.nan
     holds = pd.NA if math.isnan(limit) or math.isnan(ratio) else bool(ratio <= limit)
     return {"target": target, "check": check, "backend": backend, "size": int(size),
             "detail": detail, "measured": measured, "reference": reference, "unit": unit,
@@ -136,14 +138,35 @@ def short(raw: pd.DataFrame) -> list[dict]:
 
 
 def placement(raw: pd.DataFrame) -> list[dict]:
-    """4: slowest against fastest placement, per backend and size; the nonce store's cost."""
+    """4: slowest against fastest placement, per backend and size; the nonce store's cost.
+
+    Where the sweep's slowest offsets were timed again beside its fastest (``<part>_confirm``
+    rows), the check is the largest paired ratio (median over rounds of slow / fast in the same
+    round) and the sweep's own minima become a context row: with one minimum per offset over a
+    few samples each, the largest of 64 minima mostly measures the VM's slow phases."""
     out = []
     for part, what in (("place_io", "output offset from input"), ("place_stack", "stack offset")):
+        conf = _part(raw, f"{part}_confirm")
         for (be, n), g in _part(raw, part).groupby(["backend", "n"], sort=False):
             worst = g.loc[g["min_ns"].idxmax()]
-            out.append(_row(4, f"placement: {what}", be, n, float(worst["min_ns"]),
-                            float(g["min_ns"].min()), "ns", PLACEMENT_LIMIT,
-                            detail=f"slowest at {int(worst['offset'])}"))
+            sweep = (float(worst["min_ns"]), float(g["min_ns"].min()),
+                     f"slowest at {int(worst['offset'])}")
+            c = conf[(conf["backend"] == be) & (conf["n"] == n)] if not conf.empty else conf
+            if c.empty:
+                out.append(_row(4, f"placement: {what}", be, n, *sweep[:2], "ns",
+                                PLACEMENT_LIMIT, detail=sweep[2]))
+                continue
+            fast = c[c["role"] == "fastest"].iloc[0]
+            slow = c[c["role"] == "slow"]
+            w = slow.loc[slow["paired_ratio"].idxmax()]
+            out.append(_row(4, f"placement: {what}", be, n, float(w["median_ns"]),
+                            float(fast["median_ns"]), "ns", PLACEMENT_LIMIT,
+                            detail=f"slowest at {int(w['offset'])} vs {int(fast['offset'])}, "
+                                   f"paired over {int(w['rounds'])} rounds "
+                                   f"[{w['paired_lo']:.3f}, {w['paired_hi']:.3f}]",
+                            ratio=float(w["paired_ratio"])))
+            out.append(_row(4, f"placement sweep minima (context): {what}", be, n, *sweep[:2],
+                            "ns", math.nan, detail=sweep[2]))
     nonce = _part(raw, "nonce")
     for be, g in nonce.groupby("backend", sort=False):
         by = g.groupby("mode")["min_ns"].min()

@@ -7,8 +7,10 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
   (:mod:`vgkernels.bench.bound`); the 16-byte serial floor; the "nonce just written" seals
   (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
   sweep (seal_out with the output at every 64-byte page offset from its input, seal in place
-  at every 256-byte stack offset); and, once, ``vaesenc`` alone at each width and chain count
-  (issue rate per core cycle, from the driver's clock probe);
+  at every 256-byte stack offset), then its slowest offsets confirmed against its fastest in
+  paired rounds spread over seconds (:func:`confirm_placement`); and, once, ``vaesenc``
+  alone at each width and chain count (issue rate per core cycle, from the driver's clock
+  probe);
 * the named sweeps ``sizes`` (seal, gather, copy + seal, open, and the peers at the same
   instruction-set level: OpenSSL masked per backend, the bundled OpenSSL, aws-lc) and
   ``two_slice``, one masked worker process per backend.
@@ -55,6 +57,10 @@ class Profile:
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
     stack_step: int = 256
+    # the sweep's slowest offsets, timed again beside its fastest in paired rounds
+    confirm_slowest: int = 3
+    confirm_k: int = 21
+    confirm_gap_ms: float = 25.0
     sweep_sizes: tuple[int, ...] = (16, 64, 256, 1024, 4096, 16384, 65536)
     record_sizes: tuple[int, ...] = (16, 63, 64, 127, 255, 256, 511, 1023, 4096, 16384)
     sweep_k: int = 11
@@ -65,11 +71,12 @@ class Profile:
 PROFILES = {
     "full": Profile(),
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(129, 255, 511, 1023, 4095),
-                     remainders=4, io_step=256, stack_step=512,
+                     remainders=4, io_step=256, stack_step=512, confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
-                    place_sizes=(4096,), io_step=1024, stack_step=1024, sweep_sizes=(16, 16384),
+                    place_sizes=(4096,), io_step=1024, stack_step=1024, confirm_slowest=1,
+                    confirm_k=3, confirm_gap_ms=0.0, sweep_sizes=(16, 16384),
                     record_sizes=(255,), sweep_k=3, aes_chains=(8,)),
 }
 
@@ -271,7 +278,61 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
         rows += _rows(drv.measure(main, k=per, target_ns=prof.target_us * 1e3), drv.tsc_hz, p)
         rows += _rows(drv.measure(place, k=max(1, per // 2), target_ns=prof.target_us * 1e3),
                       drv.tsc_hz, p)
-    return _combine(rows)
+    out = _combine(rows)
+    if prof.confirm_k and prof.confirm_slowest:
+        say("confirming the placement sweep's slowest offsets")
+        out = pd.concat([out, confirm_placement(drv, place, out, prof)], ignore_index=True)
+    return out
+
+
+PLACEMENT_PARTS = ("place_io", "place_stack")
+
+
+def confirm_candidates(combined: pd.DataFrame, slowest: int) -> dict[tuple, list[int]]:
+    """Per (part, backend, n) of the placement sweep: the fastest offset first, then the
+    ``slowest`` offsets with the highest minima (the sweep's few samples per offset, taken
+    within milliseconds, can all fall into one of the VM's slow phases)."""
+    out: dict[tuple, list[int]] = {}
+    place = combined[combined["part"].isin(PLACEMENT_PARTS)]
+    for key, g in place.groupby(["part", "backend", "n"], sort=False):
+        g = g.sort_values("min_ns")
+        fast = int(g["offset"].iloc[0])
+        slow = [int(o) for o in g["offset"].iloc[::-1] if int(o) != fast][:slowest]
+        out[key] = [fast, *slow]
+    return out
+
+
+def confirm_placement(drv: Driver, place: Sequence[Case], combined: pd.DataFrame,
+                      prof: Profile) -> pd.DataFrame:
+    """The sweep's slowest offsets timed again, each round one sample of every candidate
+    back to back, rounds ``confirm_gap_ms`` apart: per candidate the median over rounds of its
+    sample over the fastest offset's sample of the same round (``paired_ratio``, with a 95%
+    bootstrap interval), so a slow phase of the VM raises both sides of a pair alike."""
+    import numpy as np
+
+    from ..analysis.compare import paired
+
+    by_label = {(c.label["part"], c.label["backend"], int(c.label["n"]), int(c.label["offset"])): c
+                for c in place}
+    rows = []
+    for (part, be, n), offs in confirm_candidates(combined, prof.confirm_slowest).items():
+        cases = [by_label[(part, be, int(n), o)] for o in offs]
+        t = drv.measure(cases, k=prof.confirm_k, target_ns=prof.target_us * 1e3,
+                        gap_ms=prof.confirm_gap_ms)
+        fast_ns = np.asarray(t.results[0].ticks) / drv.tsc_hz * 1e9
+        for o, m in zip(offs, t.results, strict=True):
+            ns = np.asarray(m.ticks) / drv.tsc_hz * 1e9
+            samples = pd.DataFrame({"round": np.tile(np.arange(len(ns)), 2),
+                                    "side": ["head"] * len(ns) + ["base"] * len(ns),
+                                    "ns": np.concatenate([ns, fast_ns]), "case": 0})
+            pr = paired(samples, ["case"]).iloc[0]
+            rows.append({"part": f"{part}_confirm", "backend": be, "n": int(n), "offset": o,
+                         "role": "fastest" if o == offs[0] else "slow",
+                         "min_ns": float(ns.min()), "median_ns": float(np.median(ns)),
+                         "paired_ratio": float(pr["ratio"]), "paired_lo": float(pr["lo"]),
+                         "paired_hi": float(pr["hi"]), "rounds": int(pr["rounds"]),
+                         "tsc_hz": drv.tsc_hz})
+    return pd.DataFrame(rows)
 
 
 def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
