@@ -108,6 +108,12 @@ def test_interleaving_covers_every_case(drv):
     # round-robin: every round takes the probes (-1 empty call, -2 clock), then every case once
     rounds = [[j for r, j in trace if r == i] for i in range(6)]
     assert rounds == [[-1, -2, 0, 1, 2, 3]] * 6
+    # rotate: the probes first, then every case once, round r starting from case r
+    trace.clear()
+    ms = drv.measure(cases, k=5, target_ns=2_000, trace=trace, rotate=True).results
+    assert [len(m.ticks) for m in ms] == [5] * 4
+    rounds = [[j for r, j in trace if r == i] for i in range(5)]
+    assert rounds == [[-1, -2, *[(i + j) % 4 for j in range(4)]] for i in range(5)]
 
 
 def test_driver_checks_results(drv):

@@ -514,7 +514,7 @@ class Driver:
 
     def measure(self, cases: Sequence[Case], k: int = 33, target_ns: float = 20_000.0,
                 probes: bool = True, trace: list[tuple[int, int]] | None = None,
-                gap_ms: float = 0.0, warmup: bool | None = None) -> Timing:
+                gap_ms: float = 0.0, warmup: bool | None = None, rotate: bool = False) -> Timing:
         """Time the cases round-robin: k rounds, each taking one sample of every case in turn,
         so drift hits all alike.  With ``probes`` the empty call and the clock probe go first in
         every round.  ``trace`` gets (round, case index) per sample (probes: -1 empty,
@@ -526,7 +526,10 @@ class Driver:
         there is a gap) takes one untimed sample of every case before each round, so the
         round does not time the cold caches and predictors the gap (or, in a sweep, the
         other chunks measured in between) left.  A case calibrated before (``case.batch``)
-        keeps its batch."""
+        keeps its batch.
+
+        ``rotate``: round r starts with case r (mod the number of cases) instead of case 0, so no
+        case is always the first after the gap (and its warm-up) or after a given neighbour."""
         warmup = gap_ms > 0 if warmup is None else warmup
         extra = [self._probe("empty", target_ns), self._probe("clock", target_ns)] if probes \
             else []
@@ -547,8 +550,13 @@ class Driver:
                 if warmup:
                     for c, n in zip(all_cases, batches, strict=True):
                         self.sample(c, n)
-                for j, (c, n) in enumerate(zip(all_cases, batches, strict=True)):
-                    samples[j].append(self.sample(c, n) / n)
+                order = list(range(len(all_cases)))
+                if rotate:
+                    first, rest = order[: len(extra)], order[len(extra):]
+                    shift = r % len(rest) if rest else 0
+                    order = first + rest[shift:] + rest[:shift]
+                for j in order:
+                    samples[j].append(self.sample(all_cases[j], batches[j]) / batches[j])
                     if trace is not None:
                         trace.append((r, ids[j]))
         finally:

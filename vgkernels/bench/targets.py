@@ -305,9 +305,10 @@ def confirm_candidates(combined: pd.DataFrame, slowest: int) -> dict[tuple, list
 def confirm_placement(drv: Driver, place: Sequence[Case], combined: pd.DataFrame,
                       prof: Profile) -> pd.DataFrame:
     """The sweep's slowest offsets timed again, each round one sample of every candidate
-    back to back, rounds ``confirm_gap_ms`` apart: per candidate the median over rounds of its
-    sample over the fastest offset's sample of the same round (``paired_ratio``, with a 95%
-    bootstrap interval), so a slow phase of the VM raises both sides of a pair alike."""
+    back to back (each round starting from the next candidate, so none is always the first
+    after the gap), rounds ``confirm_gap_ms`` apart: per candidate the median over rounds of
+    its sample over the fastest offset's sample of the same round (``paired_ratio``, with a
+    95% bootstrap interval), so a slow phase of the VM raises both sides of a pair alike."""
     import numpy as np
 
     from ..analysis.compare import paired
@@ -318,7 +319,7 @@ def confirm_placement(drv: Driver, place: Sequence[Case], combined: pd.DataFrame
     for (part, be, n), offs in confirm_candidates(combined, prof.confirm_slowest).items():
         cases = [by_label[(part, be, int(n), o)] for o in offs]
         t = drv.measure(cases, k=prof.confirm_k, target_ns=prof.target_us * 1e3,
-                        gap_ms=prof.confirm_gap_ms)
+                        gap_ms=prof.confirm_gap_ms, rotate=True)
         fast_ns = np.asarray(t.results[0].ticks) / drv.tsc_hz * 1e9
         for o, m in zip(offs, t.results, strict=True):
             ns = np.asarray(m.ticks) / drv.tsc_hz * 1e9
