@@ -248,3 +248,4 @@ def test_confirm_candidates_fastest_first_then_the_slowest():
                        "min_ns": [5.0, 1.0, 9.0, 7.0, 3.0, 0.5]})
     assert confirm_candidates(df, 2) == {("place_io", "b", 4096): [64, 128, 192]}
     assert confirm_candidates(df, 9) == {("place_io", "b", 4096): [64, 128, 192, 0, 256]}
+    assert confirm_candidates(df, None) == {("place_io", "b", 4096): [64, 128, 192, 0, 256]}

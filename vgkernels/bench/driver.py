@@ -309,6 +309,17 @@ def _kernel_tsc_khz() -> float | None:
     return None
 
 
+def hold(seconds: float) -> None:
+    """Wait ``seconds`` without sleeping: spin on the clock.  A vCPU that sleeps even 2 ms
+    comes back slow on the VMs seen here (vaes_avx2 seal at 4 and 16 KiB: median of 21
+    samples after 25 ms sleeps 1.5x the back-to-back median, after 2 ms 1.4x, with an untimed
+    warm-up sample before each round), so the gaps that spread samples over seconds must
+    keep the core busy."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def calibrate_tsc(read_tsc: Callable[[], int], seconds: float = 0.05, repeats: int = 3
                   ) -> float:
     """TSC ticks per second against CLOCK_MONOTONIC (perf_counter_ns) over ``repeats`` sleeps
@@ -546,7 +557,7 @@ class Driver:
             batches = [c.batch for c in all_cases]
             for r in range(k):
                 if gap_ms > 0 and r:
-                    time.sleep(gap_ms / 1000.0)
+                    hold(gap_ms / 1000.0)
                 if warmup:
                     for c, n in zip(all_cases, batches, strict=True):
                         self.sample(c, n)

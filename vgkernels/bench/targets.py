@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +32,7 @@ from ..backends import availability, get
 from ..buffers import PAGE, Buf
 from . import bound
 from .cases import Builder, CaseSpec, message
-from .driver import PRESTORE_SLOTS, Case, Driver, Timing
+from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
 
 BACKENDS = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")  # the issue's bulk targets
@@ -57,8 +56,9 @@ class Profile:
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
     stack_step: int = 256
-    # the sweep's slowest offsets, timed again beside its fastest in paired rounds
-    confirm_slowest: int = 3
+    # the sweep's slowest offsets (None: every offset), timed again beside its fastest in
+    # paired rounds
+    confirm_slowest: int | None = None
     confirm_k: int = 21
     confirm_gap_ms: float = 25.0
     sweep_sizes: tuple[int, ...] = (16, 64, 256, 1024, 4096, 16384, 65536)
@@ -71,7 +71,8 @@ class Profile:
 PROFILES = {
     "full": Profile(),
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(129, 255, 511, 1023, 4095),
-                     remainders=4, io_step=256, stack_step=512, confirm_k=11,
+                     remainders=4, io_step=256, stack_step=512, confirm_slowest=6,
+                     confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
@@ -273,13 +274,13 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     per = max(1, prof.k // prof.passes)
     for p in range(prof.passes):
         if p and prof.gap_s:
-            time.sleep(prof.gap_s)  # spread the samples: the shared VM has slow phases
+            hold(prof.gap_s)  # spread the samples: the shared VM has slow phases
         say(f"pass {p + 1}/{prof.passes}")
         rows += _rows(drv.measure(main, k=per, target_ns=prof.target_us * 1e3), drv.tsc_hz, p)
         rows += _rows(drv.measure(place, k=max(1, per // 2), target_ns=prof.target_us * 1e3),
                       drv.tsc_hz, p)
     out = _combine(rows)
-    if prof.confirm_k and prof.confirm_slowest:
+    if prof.confirm_k and prof.confirm_slowest != 0:
         say("confirming the placement sweep's slowest offsets")
         out = pd.concat([out, confirm_placement(drv, place, out, prof)], ignore_index=True)
     return out
@@ -288,10 +289,12 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
 PLACEMENT_PARTS = ("place_io", "place_stack")
 
 
-def confirm_candidates(combined: pd.DataFrame, slowest: int) -> dict[tuple, list[int]]:
+def confirm_candidates(combined: pd.DataFrame, slowest: int | None
+                       ) -> dict[tuple, list[int]]:
     """Per (part, backend, n) of the placement sweep: the fastest offset first, then the
-    ``slowest`` offsets with the highest minima (the sweep's few samples per offset, taken
-    within milliseconds, can all fall into one of the VM's slow phases)."""
+    ``slowest`` offsets (None: all the others) with the highest minima (the sweep's few
+    samples per offset, taken within milliseconds, can all fall into one of the VM's slow
+    phases)."""
     out: dict[tuple, list[int]] = {}
     place = combined[combined["part"].isin(PLACEMENT_PARTS)]
     for key, g in place.groupby(["part", "backend", "n"], sort=False):
