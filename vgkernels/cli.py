@@ -6,6 +6,7 @@
   vgkernels ct-timing [...]        dudect-style timing test of the kernels and the controls
   vgkernels export BACKEND DIR     AOT: object file + C header
   vgkernels asm BACKEND [--ir]     the optimised assembly (or IR) of a backend's kernels
+  vgkernels asm BACKEND --against REV   which functions differ from another revision
   vgkernels notebooks DIR          copy the report notebooks out (to open in JupyterLab)
   vgkernels compare A B            two report or data folders: ratios, spreads, what changed
   vgkernels tune                   measure this CPU's copy_below thresholds and install them
@@ -23,7 +24,7 @@ import os
 import sys
 
 from . import __version__, aot, backends, cpu, dispatch, listing, machine
-from .backends import BY_NAME
+from .backends import BY_NAME, Backend
 from .command import UsageError, run
 from .listing import CPUS, cpu_name
 from .variant import Variant
@@ -181,6 +182,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _asm(args: argparse.Namespace) -> int:
     be = _backend(args.backend)
+    if args.against:
+        return _asm_against(be, args)
     prefix, text = listing.text(be, _variant(be, args.variant), args.cpu, ir=args.ir)
     if args.function:
         try:
@@ -188,6 +191,49 @@ def _asm(args: argparse.Namespace) -> int:
         except KeyError as e:
             raise UsageError(e.args[0]) from None
     sys.stdout.write(text)
+    return 0
+
+
+def _asm_against(be: Backend, args: argparse.Namespace) -> int:
+    """``asm BACKEND --against REV``: which functions' machine code differs from REV's (a git
+    revision or a tree), both compiled here for the same CPU; with --function, the diff."""
+    import difflib
+
+    from .bench.revision import base_ir  # lazy: pandas
+
+    if args.variant or args.ir:
+        raise UsageError("--against compares the default variant's assembly (no --variant, "
+                         "no --ir)")
+    try:
+        dump = base_ir(args.against, [be.name])
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    theirs_be = dump["backends"][be.name]
+    cpu_ = listing.cpu_name(be, args.cpu) or cpu.host_cpu_name()
+    prefix, ours = listing.assembly(be, Variant(), cpu_)
+    theirs = listing.assembly_of(theirs_be["prefix"], theirs_be["ir"], theirs_be["features"],
+                                 cpu_)
+    if args.function:
+        try:
+            a = listing.pick(listing.functions(ours), prefix, args.function)
+            b = listing.pick(listing.functions(theirs), theirs_be["prefix"],
+                             args.function.replace(prefix, theirs_be["prefix"]))
+        except KeyError as e:
+            raise UsageError(e.args[0]) from None
+        diff = difflib.unified_diff(listing.instructions(b, theirs_be["prefix"]),
+                                    listing.instructions(a, prefix), f"{args.against}", "here",
+                                    lineterm="")
+        out = "\n".join(diff)
+        print(out if out else f"{args.function}: same machine code as {args.against}")
+        return 0
+    rows = listing.compare(ours, prefix, theirs, theirs_be["prefix"])
+    width = max(len(r["function"]) for r in rows)
+    print(f"{'function':<{width}}  {'status':<10}  {'here':>6}  {'there':>6}")
+    for r in rows:
+        print(f"{r['function']:<{width}}  {r['status']:<10}  {r['here']:>6}  {r['there']:>6}")
+    changed = [r for r in rows if r["status"] != "same"]
+    print(f"\n{len(rows)} functions, {len(changed)} differ from {args.against} "
+          f"(instructions, local labels and the symbol prefix neutral)")
     return 0
 
 
@@ -241,6 +287,10 @@ def parser() -> argparse.ArgumentParser:
     pa.add_argument("--function", metavar="NAME",
                     help="only this function: its symbol or the part after the prefix "
                          "(seal, open, seal_gather, key_init, ...)")
+    pa.add_argument("--against", metavar="REV",
+                    help="which functions' machine code differs from REV's (a git revision "
+                         "or a directory holding vgkernels/), compiled here for the same CPU; "
+                         "with --function, the diff of that function")
     for q in (pe, pa):
         q.add_argument("--variant", metavar="SPEC", help=VARIANT_HELP)
         q.add_argument("--cpu", choices=CPUS, metavar="CPU", help=cpu_help)

@@ -20,6 +20,7 @@ from .variant import Variant
 CPUS = ("host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "haswell", "skylake",
         "skylake-avx512", "icelake-server", "sapphirerapids", "znver3", "znver4", "znver5")
 
+_LOCAL = re.compile(r"\.L[A-Za-z_]*\d[\w]*")  # .LBB3_14, .LCPI0_2, .Ltmp7, .LJTI2_0
 _IR_DEFINE = re.compile(r'^define\b.*?@"?([\w.$]+)"?\s*\(')
 _ASM_TYPE = re.compile(r'^\s*\.type\s+"?([\w.$]+)"?\s*,\s*@function', re.M)
 
@@ -80,19 +81,53 @@ def pick(funcs: dict[str, str], prefix: str, name: str) -> str:
     raise KeyError(f"no function {name!r} in {prefix}; functions: {', '.join(short)}")
 
 
+def instructions(fn_text: str, prefix: str) -> list[str]:
+    """A function's instructions: no directives, labels or comments, its local labels and the
+    symbol prefix made neutral, so two builds compare equal when their machine code is the
+    same (the constant pool's contents are not compared, only which entry is used)."""
+    out = []
+    for line in fn_text.splitlines():
+        s = line.split("#")[0].strip()
+        if not s or s.startswith(".") or s.endswith(":"):
+            continue
+        out.append(_LOCAL.sub(".L", s.replace(prefix, "<prefix>")))
+    return out
+
+
+def compare(ours: str, our_prefix: str, theirs: str, their_prefix: str) -> list[dict]:
+    """Per function of two assembly listings (this tree's, another's): ``status`` same,
+    changed, only here or only there, and the instruction counts (``here``, ``there``)."""
+    def norm(listing: str, prefix: str) -> dict[str, list[str]]:
+        return {k.replace(prefix, "<prefix>"): instructions(v, prefix)
+                for k, v in functions(listing).items()}
+    a, b = norm(ours, our_prefix), norm(theirs, their_prefix)
+    rows = []
+    for name in [*a, *(n for n in b if n not in a)]:
+        status = ("only there" if name not in a else "only here" if name not in b
+                  else "same" if a[name] == b[name] else "changed")
+        rows.append({"function": name.replace("<prefix>", our_prefix), "status": status,
+                     "here": len(a.get(name, ())), "there": len(b.get(name, ()))})
+    return rows
+
+
 def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
     """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
     with the backend's features), cached on disk next to the objects (keyed like them)."""
     v = variant.resolved(backend)
     prefix, text = generate(backend, v)
+    return prefix, assembly_of(prefix, text, backend.llvm_features, cpu)
+
+
+def assembly_of(prefix: str, ir_text: str, features: str, cpu: str) -> str:
+    """The optimised assembly of a module's IR for ``cpu``, cached on disk like the objects."""
     d = jit.cache_dir()  # None: not safe to use (jit warns); compile every time
-    path = d / f"{prefix}-{jit.cache_key(text, backend.llvm_features, cpu)}.s" if d else None
+    path = d / f"{prefix}-{jit.cache_key(ir_text, features, cpu)}.s" if d else None
     if path is not None and path.exists():
-        return prefix, path.read_text()
-    tm = jit.target_machine(backend.llvm_features, cpu)
-    out = tm.emit_assembly(jit.optimise(text, tm))
+        return path.read_text()
+    tm = jit.target_machine(features, cpu)
+    out = tm.emit_assembly(jit.optimise(ir_text, tm))
     if path is not None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(out)
         os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    return prefix, out
+    return out
