@@ -140,7 +140,7 @@ def short(raw: pd.DataFrame) -> list[dict]:
 def placement(raw: pd.DataFrame) -> list[dict]:
     """4: slowest against fastest placement, per backend and size; the nonce store's cost.
 
-    Where the sweep's slowest offsets were timed again beside its fastest (``<part>_confirm``
+    Where the sweep's offsets were timed again beside its fastest (``<part>_confirm``
     rows), the check is the largest paired ratio (median over rounds of slow / fast in the same
     round) and the sweep's own minima become a context row: with one minimum per offset over a
     few samples each, the largest of 64 minima mostly measures the VM's slow phases."""

@@ -7,10 +7,10 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
   (:mod:`vgkernels.bench.bound`); the 16-byte serial floor; the "nonce just written" seals
   (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
   sweep (seal_out with the output at every 64-byte page offset from its input, seal in place
-  at every 256-byte stack offset), then its slowest offsets confirmed against its fastest in
-  paired rounds spread over seconds (:func:`confirm_placement`); and, once, ``vaesenc``
-  alone at each width and chain count (issue rate per core cycle, from the driver's clock
-  probe);
+  at every 256-byte stack offset), then its offsets (the slowest few, or all) timed again
+  against its fastest in paired rounds spread over seconds (:func:`confirm_placement`); and,
+  once, ``vaesenc`` alone at each width and chain count (issue rate per core cycle, from the
+  driver's clock probe);
 * the named sweeps ``sizes`` (seal, gather, copy + seal, open, and the peers at the same
   instruction-set level: OpenSSL masked per backend, the bundled OpenSSL, aws-lc) and
   ``two_slice``, one masked worker process per backend.
@@ -281,7 +281,7 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
                       drv.tsc_hz, p)
     out = _combine(rows)
     if prof.confirm_k and prof.confirm_slowest != 0:
-        say("confirming the placement sweep's slowest offsets")
+        say("placement offsets again, in pairs with the fastest")
         out = pd.concat([out, confirm_placement(drv, place, out, prof)], ignore_index=True)
     return out
 
