@@ -27,7 +27,7 @@ def measure(profile: Profile, backends: Sequence[str] | None = None) -> pd.DataF
 
 def heat_plot(raw: pd.DataFrame):
     """Heat map of seal_out time over output offsets, relative to the fastest, per backend
-    and size (a figure)."""
+    and size (a figure): the sweep's minima, before the paired confirmation the check uses."""
     h = at.heat(raw, "place_io")
     fig, ax = plt.subplots(figsize=(11, 0.5 + 0.45 * max(1, len(h))))
     if not h.empty:
@@ -55,7 +55,8 @@ def conclusions(tab: pd.DataFrame, raw: pd.DataFrame) -> list[str]:
     out = []
     decided = tab.dropna(subset=["holds"])
     out.append(f"{int(decided['holds'].sum())} of {len(decided)} checks hold on this host "
-               "(minimum of the samples).")
+               "(minimum of the samples; placement: the median paired ratio against the "
+               "fastest offset).")
     for (target, check), g in decided.groupby(["target", "check"], sort=True):
         bad = g[~g["holds"].astype(bool)]
         if bad.empty:
