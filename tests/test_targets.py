@@ -20,6 +20,7 @@ from vgkernels.bench.cases import Builder, CaseSpec, message
 from vgkernels.bench.driver import PRESTORE_SLOTS, Case
 from vgkernels.bench.targets import remainder_blocks
 from vgkernels.buffers import Buf
+from vgkernels.spec.aes import expand_key
 
 VECTOR = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")
 BEST = max(usable(), key=lambda b: b.rank).name
@@ -100,7 +101,20 @@ def test_nonce_store_kinds_write_before_the_call(drv, kind, at, width):
     new[at:at + width] = (value & (2 ** (8 * width) - 1)).to_bytes(width, "little")
     assert ctypes.string_at(nonce_addr, 12) == bytes(new)
     want = b"".join(oracle.seal(key, bytes(new), message(64), aad))
-    assert ctypes.string_at(buf_addr, 64) + ctypes.string_at(slots[8], 16) == want
+    got = ctypes.string_at(buf_addr, 64) + ctypes.string_at(slots[8], 16)
+    if got != want:
+        # Seen once, on a Zen 3 in CI only (not reproduced on Zen 4, masked or compiled for
+        # znver3): say whether the store kind or the kernel is at fault.
+        ctypes.memmove(buf_addr, message(64), 64)
+        plain = Case({}, "seal", list(c.slots), keep=c.keep)  # the new nonce, no store
+        assert drv.call(plain) == 0
+        again = ctypes.string_at(buf_addr, 64) + ctypes.string_at(slots[8], 16)
+        rks = bytes(expand_key(key).reshape(-1).tolist())
+        rk_ok = ctypes.string_at(c.slots[1], len(rks)) == rks
+        pytest.fail(f"{kind} on {BEST}: output {got.hex()} != spec {want.hex()}; the plain "
+                    f"seal of the same nonce gives {'the spec' if again == want else again.hex()}"
+                    f"; the context's round keys {'match' if rk_ok else 'differ from'} the "
+                    "spec's key expansion")
 
 
 @pytest.mark.parametrize("width", [1, 2, 4])
