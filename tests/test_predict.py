@@ -19,7 +19,8 @@ from vgkernels.variant import Variant
 MCA_MISSING = mca.missing_reason()
 needs_mca = pytest.mark.skipif(MCA_MISSING is not None, reason=f"{MCA_MISSING}")
 needs_llc = pytest.mark.skipif(targets.find_llc() is None,
-                               reason="llc not found (Debian's llvm-19 package provides it)")
+                               reason="llc 19 or newer not found (Debian's llvm-19 package "
+                                      "provides it)")
 
 # -- the parser ---------------------------------------------------------------------------------
 
@@ -177,6 +178,52 @@ def test_missing_llvm_mca_names_the_install(monkeypatch):
         assert why and "apt-get install -y llvm-19" in why
     finally:
         mca._locate.cache_clear()
+
+
+def _fake_tool(tmp_path, name: str, version: str):
+    p = tmp_path / name
+    p.write_text(f"#!/bin/sh\necho 'LLVM (http://llvm.org/):'\necho '  LLVM version {version}'\n")
+    p.chmod(0o755)
+    return p
+
+
+def test_an_llvm_mca_older_than_19_is_passed_over(monkeypatch, tmp_path):
+    """Debian 12's plain `llvm` package installs LLVM 14 as `llvm-mca` and `llc`: no znver4
+    model.  It must read as missing (with the reason and the install), not fail later; a
+    newer one found after it is used."""
+    old = _fake_tool(tmp_path, "llvm-mca", "14.0.6")
+    monkeypatch.delenv(mca.ENV_VAR, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(mca, "DIRS", ())
+    mca._locate.cache_clear()
+    try:
+        why = mca.missing_reason()
+        assert why and str(old) in why and "14.0.6" in why and "apt-get install -y llvm-19" in why
+        newer = tmp_path / "v19"
+        newer.mkdir()
+        good = _fake_tool(newer, "llvm-mca", "19.1.7")
+        monkeypatch.setattr(mca, "DIRS", (newer,))
+        mca._locate.cache_clear()
+        assert mca.find() == mca.Tool(good, "19.1.7")
+        monkeypatch.setenv(mca.ENV_VAR, str(old))
+        mca._locate.cache_clear()
+        assert "older than 19" in (mca.missing_reason() or "")
+    finally:
+        mca._locate.cache_clear()
+
+
+def test_an_llc_older_than_19_is_passed_over(monkeypatch, tmp_path):
+    _fake_tool(tmp_path, "llc", "14.0.6")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(targets, "LLC_DIRS", ())
+    targets.find_llc.cache_clear()
+    try:
+        assert targets.find_llc() is None
+        good = _fake_tool(tmp_path, "llc-19", "19.1.7")
+        targets.find_llc.cache_clear()
+        assert targets.find_llc() == good
+    finally:
+        targets.find_llc.cache_clear()
 
 
 def test_ticks_and_cycles_convert_both_ways():

@@ -20,6 +20,10 @@ ENV_VAR = "VG_LLVM_MCA"  # an explicit llvm-mca binary
 NAMES = ("llvm-mca-19", "llvm-mca")
 DIRS = (Path("/usr/lib/llvm-19/bin"),)
 INSTALL_HINT = "apt-get install -y llvm-19 (Debian's package; it provides llvm-mca-19)"
+# The oldest LLVM whose models this module was checked against: LLVM 14 (Debian 12's plain
+# `llvm` package, installed as `llvm-mca`) has no znver4 or sapphirerapids model and fails on
+# them, so an older tool is passed over as if it were not there.
+MIN_MAJOR = 19
 ITERATIONS = 300  # enough for the steady state of loops of ~100-400 instructions
 
 
@@ -33,11 +37,29 @@ class Tool:
     version: str  # e.g. "19.1.7"
 
 
-def _version(path: Path) -> str:
+def tool_version(path: Path) -> str:
     out = subprocess.run([str(path), "--version"], capture_output=True, text=True,
                          check=False).stdout
     m = re.search(r"LLVM version (\d+\.\d+\.\d+)", out)
     return m.group(1) if m else "unknown"
+
+
+def _major(version: str) -> int | None:
+    m = re.match(r"(\d+)\.", version)
+    return int(m.group(1)) if m else None
+
+
+def too_old(version: str) -> bool:
+    """True for an LLVM version older than MIN_MAJOR (or one that does not say)."""
+    major = _major(version)
+    return major is None or major < MIN_MAJOR
+
+
+def _candidates() -> list[Path]:
+    found = [shutil.which(name) for name in NAMES]
+    out = [Path(f) for f in found if f]
+    out += [d / "llvm-mca" for d in DIRS if (d / "llvm-mca").is_file()]
+    return [p for p in dict.fromkeys(out) if os.access(p, os.X_OK)]
 
 
 @functools.cache
@@ -46,15 +68,20 @@ def _locate(explicit: str | None) -> Tool | str:
         p = Path(explicit)
         if not (p.is_file() and os.access(p, os.X_OK)):
             return f"{ENV_VAR}={explicit} is not an executable file"
-        return Tool(p, _version(p))
-    for name in NAMES:
-        found = shutil.which(name)
-        if found:
-            return Tool(Path(found), _version(Path(found)))
-    for d in DIRS:
-        p = d / "llvm-mca"
-        if p.is_file() and os.access(p, os.X_OK):
-            return Tool(p, _version(p))
+        v = tool_version(p)
+        if too_old(v):
+            return (f"{ENV_VAR}={explicit} is LLVM {v}, older than {MIN_MAJOR} (its CPU "
+                    f"models lack znver4 and sapphirerapids); install: {INSTALL_HINT}")
+        return Tool(p, v)
+    old = []
+    for p in _candidates():
+        v = tool_version(p)
+        if not too_old(v):
+            return Tool(p, v)
+        old.append(f"{p} (LLVM {v})")
+    if old:
+        return (f"llvm-mca {MIN_MAJOR} or newer not found: only {', '.join(old)}, whose CPU "
+                f"models lack znver4 and sapphirerapids; install it with: {INSTALL_HINT}")
     return (f"llvm-mca not found (looked for {', '.join(NAMES)} on PATH and in "
             f"{', '.join(map(str, DIRS))}); install it with: {INSTALL_HINT}")
 
@@ -67,7 +94,8 @@ def missing_reason() -> str | None:
 
 def find() -> Tool:
     """The llvm-mca to use: ``$VG_LLVM_MCA``, llvm-mca-19 / llvm-mca on PATH, or
-    /usr/lib/llvm-19/bin; raises McaMissing saying how to install it."""
+    /usr/lib/llvm-19/bin, the first of LLVM MIN_MAJOR or newer; raises McaMissing saying
+    how to install it."""
     t = _locate(os.environ.get(ENV_VAR))
     if isinstance(t, str):
         raise McaMissing(t)
@@ -198,4 +226,4 @@ def analyse(asm: str, cpu: str, iterations: int = ITERATIONS, tool: Tool | None 
 
 
 __all__ = ["ENV_VAR", "INSTALL_HINT", "Analysis", "McaMissing", "Tool", "analyse", "find",
-           "missing_reason", "parse_bottleneck", "parse_json"]
+           "missing_reason", "parse_bottleneck", "parse_json", "too_old", "tool_version"]

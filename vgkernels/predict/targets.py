@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..backends import BACKENDS, Backend
+from . import mca
 
 CPUS: tuple[str, ...] = ("znver3", "znver4", "znver5", "icelake-server", "sapphirerapids")
 LLC_NAMES = ("llc-19", "llc")
@@ -45,14 +46,15 @@ _ARGS = (f"{_V2} %a, <16 x i8> %b, <8 x float> %f, <32 x i8> %y, <16 x i32> %z, 
          f"<4 x i32> %d, {_V4} %q")
 
 
+@functools.cache
 def find_llc() -> Path | None:
-    for name in LLC_NAMES:
-        found = shutil.which(name)
-        if found:
-            return Path(found)
-    for d in LLC_DIRS:
-        if (d / "llc").is_file():
-            return d / "llc"
+    """llc of LLVM mca.MIN_MAJOR or newer (llc-19 / llc on PATH, /usr/lib/llvm-19/bin): an
+    older one (Debian 12's plain `llc` is LLVM 14) does not know the CPUs the table names."""
+    found = [shutil.which(name) for name in LLC_NAMES]
+    paths = [Path(f) for f in found if f] + [d / "llc" for d in LLC_DIRS if (d / "llc").is_file()]
+    for p in dict.fromkeys(paths):
+        if not mca.too_old(mca.tool_version(p)):
+            return p
     return None
 
 
