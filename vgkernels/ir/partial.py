@@ -92,6 +92,21 @@ def byte_mask128(em: Emitter, n: ir.Value) -> ir.Value:
     return b.select(full, ir.Constant(i128, -1), m)
 
 
+def byte_mask(em: Emitter, n: ir.Value) -> ir.Value:
+    """One block (vec(1)) with the low n (0..16) bytes 0xFF, built in the vector domain: each
+    byte lane compares n with its index (pcmpgtb), no select (which LLVM may lower to a cmov)
+    and no trip through general registers, where byte_mask128's result has to go."""
+    b = em.b
+    lanes = ir.VectorType(i8, 16)
+    nb = b.trunc(n, i8)
+    splat = b.shuffle_vector(b.insert_element(ir.Constant(lanes, None), nb, ir.Constant(i32, 0)),
+                             ir.Constant(lanes, None), ir.Constant(ir.VectorType(i32, 16),
+                                                                   [0] * 16))
+    iota = ir.Constant(lanes, list(range(16)))
+    on = b.icmp_signed(">", splat, iota)
+    return b.bitcast(b.sext(on, lanes), vec(1))
+
+
 def mask_bits(em: Emitter, n: ir.Value, w: int) -> ir.Value:
     """<16W x i1> with the first min(n, 16W) lanes set."""
     b = em.b
