@@ -98,12 +98,10 @@ def byte_mask(em: Emitter, n: ir.Value) -> ir.Value:
     and no trip through general registers, where byte_mask128's result has to go."""
     b = em.b
     lanes = ir.VectorType(i8, 16)
-    nb = b.trunc(n, i8)
-    splat = b.shuffle_vector(b.insert_element(ir.Constant(lanes, None), nb, ir.Constant(i32, 0)),
-                             ir.Constant(lanes, None), ir.Constant(ir.VectorType(i32, 16),
-                                                                   [0] * 16))
-    iota = ir.Constant(lanes, list(range(16)))
-    on = b.icmp_signed(">", splat, iota)
+    zeros = ir.Constant(lanes, None)
+    one = b.insert_element(zeros, b.trunc(n, i8), ir.Constant(i32, 0))
+    splat = b.shuffle_vector(one, zeros, ir.Constant(ir.VectorType(i32, 16), None))  # lane 0
+    on = b.icmp_signed(">", splat, ir.Constant(lanes, list(range(16))))
     return b.bitcast(b.sext(on, lanes), vec(1))
 
 

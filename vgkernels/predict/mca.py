@@ -55,10 +55,11 @@ def too_old(version: str) -> bool:
     return major is None or major < MIN_MAJOR
 
 
-def _candidates() -> list[Path]:
-    found = [shutil.which(name) for name in NAMES]
-    out = [Path(f) for f in found if f]
-    out += [d / "llvm-mca" for d in DIRS if (d / "llvm-mca").is_file()]
+def candidates(names: tuple[str, ...], dirs: tuple[Path, ...], exe: str) -> list[Path]:
+    """An LLVM tool's executables, in the order looked for: ``names`` on PATH, then ``exe``
+    in each of ``dirs`` (llvm-mca here, llc in targets)."""
+    found = [shutil.which(name) for name in names]
+    out = [Path(f) for f in found if f] + [d / exe for d in dirs if (d / exe).is_file()]
     return [p for p in dict.fromkeys(out) if os.access(p, os.X_OK)]
 
 
@@ -74,7 +75,7 @@ def _locate(explicit: str | None) -> Tool | str:
                     f"models lack znver4 and sapphirerapids); install: {INSTALL_HINT}")
         return Tool(p, v)
     old = []
-    for p in _candidates():
+    for p in candidates(NAMES, DIRS, "llvm-mca"):
         v = tool_version(p)
         if not too_old(v):
             return Tool(p, v)
@@ -226,4 +227,5 @@ def analyse(asm: str, cpu: str, iterations: int = ITERATIONS, tool: Tool | None 
 
 
 __all__ = ["ENV_VAR", "INSTALL_HINT", "Analysis", "McaMissing", "Tool", "analyse", "find",
-           "missing_reason", "parse_bottleneck", "parse_json", "too_old", "tool_version"]
+           "candidates", "missing_reason", "parse_bottleneck", "parse_json", "too_old",
+           "tool_version"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -50,12 +49,9 @@ _ARGS = (f"{_V2} %a, <16 x i8> %b, <8 x float> %f, <32 x i8> %y, <16 x i32> %z, 
 def find_llc() -> Path | None:
     """llc of LLVM mca.MIN_MAJOR or newer (llc-19 / llc on PATH, /usr/lib/llvm-19/bin): an
     older one (Debian 12's plain `llc` is LLVM 14) does not know the CPUs the table names."""
-    found = [shutil.which(name) for name in LLC_NAMES]
-    paths = [Path(f) for f in found if f] + [d / "llc" for d in LLC_DIRS if (d / "llc").is_file()]
-    for p in dict.fromkeys(paths):
-        if not mca.too_old(mca.tool_version(p)):
-            return p
-    return None
+    recent = (p for p in mca.candidates(LLC_NAMES, LLC_DIRS, "llc")
+              if not mca.too_old(mca.tool_version(p)))
+    return next(recent, None)
 
 
 def _probe_ir(feature: str) -> str:
