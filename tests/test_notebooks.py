@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import math
 import re
 from pathlib import Path
 
@@ -296,7 +297,11 @@ def _check_targets(out: Path, notes: dict) -> None:
     t = pd.read_csv(out / "tables" / "10_targets-targets.csv")
     assert list(t.columns) == COLUMNS and len(t) >= 1
     assert {1, 2, 3, 4} <= set(t["target"])  # tiny: no worker sweeps (targets 5, 6, peers)
-    assert (t["measured"].dropna() > 0).all()
+    # a remainder row measures a difference (t(1024 + 16 r) - t(1024)), which noise can make
+    # negative; every other row is a time or a rate
+    diff = t["check"].str.startswith("remainder")
+    assert diff.any() and t.loc[diff, "measured"].map(math.isfinite).all()
+    assert (t.loc[~diff, "measured"].dropna() > 0).all()
     assert any("checks hold on this host" in c for c in notes["conclusions"])
 
 
