@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vgkernels.api import AesGcm
+from vgkernels.backends import get
 from vgkernels.binding import binding
 from vgkernels.kernels.gather import COPY_UPTO, RECORD_COPY
-from vgkernels.kernels.short import SHORT_BLOCKS
+from vgkernels.kernels.short import piece_blocks
 
 KEY = bytes(range(32))
 NONCE = bytes(range(50, 62))
@@ -98,7 +99,7 @@ def test_split_at_every_offset(backend):
 
 
 def test_short_messages_through_the_gather(backend):
-    """Every text of 0..16 * SHORT_BLOCKS + 1 bytes (the short path's limit on both sides) as
+    """Every text of 0..16 * piece_blocks + 1 bytes (the short path's limit on both sides) as
     one piece, two pieces cut at every offset and three pieces, with AAD of 0, 13, 16 and 17
     bytes, through the raw gather (copy_below=False); also the first piece already at its
     place in the output (in place) and the output's bytes past the text left alone."""
@@ -106,7 +107,7 @@ def test_short_messages_through_the_gather(backend):
     a = AesGcm(KEY, backend=backend)
     for al in (0, 13, 16, 17):
         aad = rbytes(r, al)
-        for n in range(16 * SHORT_BLOCKS + 2):
+        for n in range(16 * piece_blocks(get(backend)) + 2):
             pt = rbytes(r, n)
             want = ref(KEY, NONCE, pt, aad)
             where = (backend, al, n)

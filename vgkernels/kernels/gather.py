@@ -145,7 +145,7 @@ class Gather:
 
     def short_message(self, total: ir.Value) -> None:
         """A message the short path takes (public lengths: a 96-bit nonce, at most 16 bytes of
-        AAD and 16 * SHORT_BLOCKS of text) is copied into the output (16 bytes at a time, or in
+        AAD and 16 * piece_blocks of text) is copied into the output (16 bytes at a time, or in
         vg.gather.copy by copy_piece) and sealed there by one short call: the copy costs less
         than the J0, length-block and stitched set-up it avoids, so the gather does not lose to
         copy + in-place seal at these sizes.  The API refuses overlaps other than a piece
@@ -153,7 +153,8 @@ class Gather:
         a piece then a byte, goes to vg.record instead.)"""
         em, b = self.em, self.b
         # vg.gather.copy takes the medium path too; the general function stays as it was
-        blocks = short.medium_blocks(self.params) if self.count else short.SHORT_BLOCKS
+        blocks = (short.medium_blocks(self.params) if self.count
+                  else short.piece_blocks(self.params.backend))
         with b.if_then(short.fits(b, self.nl, self.al, total, blocks)):
             if self.count is None:  # masked chunks, or 3+ pieces in the general function
                 with em.loop("scopy", lambda v: b.icmp_unsigned("<", v.k, self.npieces),

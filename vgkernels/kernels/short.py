@@ -1,5 +1,6 @@
-"""The short path: a seal or open of at most SHORT_BLOCKS blocks of text with a 96-bit nonce and
-at most 16 bytes of AAD, as one straight-line piece per block count.
+"""The short path: a seal or open of at most SHORT_BLOCKS blocks of text (piece_blocks: up to 16
+on vaes_avx512) with a 96-bit nonce and at most 16 bytes of AAD, as one straight-line piece per
+block count.
 
 Why a separate path: through the general one a 16-byte seal runs J0 and E(J0) (vg.setup), the
 AAD (its own multiply and reduction, vg.bulk.hash), then the text and the length block
@@ -11,11 +12,13 @@ hashed as one aggregated sum A*H^(m+2) + C1*H^(m+1) + .. + Cm*H^2 + L*H with one
 
 Width: from WIDE_FROM blocks on the VAES backends the whole blocks go two to a ymm vector
 (keystream, data and their multiplies by two powers at once, summed into the one reduction);
-E(J0) and the last block, which may be partial, stay one block wide.  Below that, one block
-wide: the serial chain is the same and the wide set-up only adds.  Not zmm: on Zen 4 a zmm
+E(J0) and the last block, which may be partial, stay one block wide (with AVX-512 masks an
+even count ends in a pair instead, its last block masked).  Below that, one block wide: the
+serial chain is the same and the wide set-up only adds.  Not zmm: on Zen 4 a zmm
 ``vaesenc`` issues once per cycle, two ymm ones do the same work.  Why 8 blocks (same-run A/B,
 Zen 4): at 65-128 B this path took 0.55-0.8x the general path's time on every x86 backend; 16
-blocks won at 129-256 B too but doubled the generated IR and grew the object by half.
+blocks won at 129-256 B too but doubled the generated IR and grew the object by half.  On
+vaes_avx512 they are worth it (``piece_blocks``): its general path has no medium chunk.
 
 Medium path (unmasked x86 backends: ``medium_blocks``): 9..16 blocks (129-256 B): the first
 CHUNK = 8 blocks (ymm pairs where the backend has VAES) with constant powers, reduced to S =
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ..backends import Backend
 from ..ir import aes, partial
 from ..ir.core import Emitter, dvec, i8, i32, i64, i128, ptr, vec, zero
 from .common import Fn, Params, copy_from_64
@@ -41,6 +45,8 @@ SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
+RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
+MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
 DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
@@ -115,12 +121,13 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
 
 
-def symbol(mode: Mode, extra: bool = False, medium: bool = False) -> str:
-    return f"vg.short.{mode.name}" + (".byte" if extra else "") + (".medium" if medium else "")
+def symbol(mode: Mode, extra: bool = False, medium: bool = False, long: bool = False) -> str:
+    return (f"vg.short.{mode.name}" + (".byte" if extra else "") + (".medium" if medium else "")
+            + (".long" if long else ""))
 
 
 def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False,
-                medium_only: bool = False) -> None:
+                medium_only: bool = False, long_only: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
     16 * medium_blocks(params).
@@ -130,7 +137,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     by value.  The byte goes into the last block's register (after the len0 - 16(m-1) bytes read
     from ``in``): the text of two pieces is sealed where it lies, with no copy to assemble it
     and no store-to-load forwarding stall on the assembled block.  The caller checks
-    len0 + nb <= 16 * SHORT_BLOCKS (record_copy takes the medium sizes).
+    len0 + nb <= 16 * SHORT_BLOCKS (the sizes past it: call_record).
 
     The medium path (SHORT_BLOCKS < blocks <= MEDIUM_BLOCKS, where ``medium_blocks`` allows
     it): the first CHUNK blocks (`chunk`), then the piece of the t blocks after them, the
@@ -139,9 +146,15 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     output, counter base, length and A through phis.
 
     ``medium_only``: vg.short.<mode>.medium, the same function for 9..16 blocks only, where
-    the medium path is its own function (``separate_medium``)."""
+    the medium path is its own function (``separate_medium``).
+
+    ``long_only`` (with ``extra``): vg.short.enc.byte.long, the pieces past SHORT_BLOCKS only,
+    where piece_blocks allows them: records of 129 .. 16 * piece_blocks bytes, in their own
+    function so vg.short.enc.byte's 0..8-block pieces keep their registers."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
-    f = Fn(module, params, symbol(mode, extra, medium_only), vec(1), args)
+    f = Fn(module, params, symbol(mode, extra, medium_only, long_only), vec(1), args)
+    if long_only:
+        f.fn.attributes.add("noinline")  # inlined, it would reallocate vg.short.enc.byte
     em, b, gh = f.em, f.b, f.gh
     ctx, nonce, aad, al, inp, out, ln = f.args[:7]
     c = lambda x: ir.Constant(i64, x)  # noqa: E731
@@ -153,7 +166,10 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     lens = b.insert_element(zero(1), b.shl(ln, c(3)), ir.Constant(i32, 0))
     lens = b.insert_element(lens, b.shl(al, c(3)), ir.Constant(i32, 1))
     nblk = b.lshr(b.add(ln, c(15)), c(4))
-    medium = medium_only or (not extra and medium_blocks(params) > SHORT_BLOCKS
+    pieces = (SHORT_BLOCKS if not long_only else record_blocks(params)) if extra \
+        else piece_blocks(params.backend, mode)
+    first = SHORT_BLOCKS + 1 if long_only else 0
+    medium = medium_only or (not extra and medium_blocks(params, mode) > pieces
                               and not separate_medium(params))
 
     def chunk(nr: int) -> list:
@@ -187,8 +203,11 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
         nvt + 2: a at H^(m+2), block k at H^(m+1-k), then the length block; nr rounds."""
         w = WIDE if params.backend.width >= WIDE and m >= WIDE_FROM else 1
-        whole = m - 1 if m else 0  # the last block may be partial: one block wide, always
-        pairs = whole // w if w > 1 else 0  # vectors of w whole blocks from block 0
+        # with masks, an even count ends in a pair whose last block may be partial (masked
+        # load and store): one multiply of two blocks instead of two of one
+        masked_end = params.backend.masked and w > 1 and m % w == 0
+        whole = m - 1 if m else 0  # else the last block may be partial: one block wide
+        pairs = (m if masked_end else whole) // w if w > 1 else 0  # vectors from block 0
         singles = list(range(w * pairs, m))  # blocks one block wide (the last among them)
         rks1 = f.round_keys(ctx, nr, 1)
         ys = aes.aes_encrypt(em, f.prims, [counter_block(em, nv, 1)]
@@ -202,9 +221,22 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         accw = None
         for v in range(pairs):  # blocks w*v .. w*v + w - 1 at H^(m+1-wv) downwards
             off = 16 * w * v
-            d = em.load(tin, off, w)
-            o = b.xor(d, ksw[v])
-            em.store(o, tout, off)
+            if masked_end and v == pairs - 1:
+                src, dst, n = em.gep(tin, off), em.gep(tout, off), b.sub(lt, c(off))
+                if extra:  # the text's last byte is the record's byte
+                    d, m0 = partial.masked_load(em, src, b.sub(n, nb), w)
+                    d, _ = partial.insert_byte(em, d, m0, b.sub(n, nb), byte, w)
+                    mask = partial.mask_bits(em, n, w)
+                else:
+                    d, mask = partial.masked_load(em, src, n, w)
+                o = b.xor(d, ksw[v])
+                partial.masked_store(em, dst, o, mask, w)
+                if mode.hashes_output:  # the keystream past the text is not ciphertext
+                    o = partial.select_bytes(em, mask, o, w)
+            else:
+                d = em.load(tin, off, w)
+                o = b.xor(d, ksw[v])
+                em.store(o, tout, off)
             accw = gh.accumulate(accw, em.bswap_lanes(mode.hashed_value(d, o)),
                                  f.power(ctx, m + 1 - w * v, w))
         if accw is not None:
@@ -235,6 +267,12 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         b.ret(em.xor(em.bswap_lanes(gh.reduce(acc)), ej0))
 
     fail = b.append_basic_block("nr.none")
+    longer = None  # vg.short.enc.byte: the block counts vg.short.enc.byte.long takes
+    if extra and not long_only and long_records(params):
+        longer = b.append_basic_block("long")
+        with b.goto_block(longer):  # a sibling call: the jump table's entry, no extra branch
+            b.ret(b.call(module.globals[symbol(mode, extra=True, long=True)], f.args,
+                         tail=True))
 
     def arm(nr: int) -> None:
         """One straight-line piece per block count, each returning; with the medium path the
@@ -242,7 +280,10 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         the pieces), whose values reach pieces 1 .. MEDIUM_BLOCKS - CHUNK through phis."""
         swm = b.switch(nblk, fail)
         entry, phis = b.block, {}
-        for m in range(SHORT_BLOCKS + 1):
+        if longer is not None:
+            for m in range(SHORT_BLOCKS + 1, record_blocks(params) + 1):
+                swm.add_case(ir.Constant(i64, m), longer)
+        for m in range(first, pieces + 1):
             if medium_only and not 1 <= m <= MEDIUM_BLOCKS - CHUNK:
                 continue  # the pieces only the chunk reaches
             pb = b.append_basic_block(f"nr{nr}.m{m}")
@@ -294,11 +335,12 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
 def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
     """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
     fits(..., medium_blocks); past SHORT_BLOCKS, where the medium path exists,
-    vg.short.enc.copy (the same arguments) instead."""
+    vg.short.enc.copy (the same arguments) instead.  (Where the pieces go further,
+    piece_blocks, vg.short.enc.byte hands those sizes to vg.short.enc.byte.long itself.)"""
     em, b = fn.em, fn.b
     module = b.module
     record = module.globals[symbol(ENC, extra=True)]
-    if medium_blocks(fn.params) <= SHORT_BLOCKS:
+    if medium_blocks(fn.params) <= SHORT_BLOCKS or piece_blocks(fn.params.backend) > SHORT_BLOCKS:
         return b.call(record, args)
     (t,) = em.if_else_values(
         b.icmp_unsigned(">", total, ir.Constant(i64, 16 * SHORT_BLOCKS)),
@@ -309,18 +351,41 @@ def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
 
 def medium_blocks(params: Params, mode: Mode = ENC) -> int:
     """The most blocks of text vg.short.<mode> (with vg.short.<mode>.medium) takes:
-    MEDIUM_BLOCKS on the unmasked x86 backends, else SHORT_BLOCKS (records past SHORT_BLOCKS
-    go through vg.short.enc.copy).  Why (same-run A/B, Zen 4, design notes "The medium
-    path"): on vaes_avx512 the general path's masked end is already as fast from 129 B (the
-    chunk: 1.10-1.26x at 192-256 B).  aesni_pclmul_avx's open stops at DEC_AVX_BLOCKS: its
+    MEDIUM_BLOCKS on the unmasked x86 backends (records past SHORT_BLOCKS go through
+    vg.short.enc.copy), else piece_blocks.  Why (same-run A/B, Zen 4, design notes "The
+    medium path"): on vaes_avx512 the chunk lost to the general path's masked end at 192-256 B
+    (1.10-1.26x); longer pieces do not.  aesni_pclmul_avx's open stops at DEC_AVX_BLOCKS: its
     general path's two stitched groups measured 1.12x faster than the chunk at 256 B, level at
     240 B."""
     be = params.backend
     if be.masked or be.prims != "x86":
-        return SHORT_BLOCKS
+        return piece_blocks(params.backend, mode)
     if mode is DEC and be.width < WIDE and "avx" in be.llvm_enabled:
         return DEC_AVX_BLOCKS
     return MEDIUM_BLOCKS
+
+
+def record_blocks(params: Params) -> int:
+    """The most blocks of text a record (a piece, then a byte) takes through the short path:
+    medium_blocks, but RECORD_PIECES where the pieces go further than SHORT_BLOCKS: records of
+    13-16 blocks measured 1.05-1.2x the stitched record path (Zen 4), 9-12 blocks 0.87-0.97x."""
+    if piece_blocks(params.backend) > SHORT_BLOCKS:
+        return min(RECORD_PIECES, piece_blocks(params.backend))
+    return medium_blocks(params)
+
+
+def long_records(params: Params) -> bool:
+    """Whether records past SHORT_BLOCKS have pieces of their own, vg.short.enc.byte.long."""
+    return piece_blocks(params.backend) > SHORT_BLOCKS and record_blocks(params) > SHORT_BLOCKS
+
+
+def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
+    """The most blocks of text one straight-line piece takes: SHORT_BLOCKS, but MASKED_PIECES
+    on vaes_avx512 (design notes, "Longer pieces on vaes_avx512").  Why: its general path costs
+    about 33-37 ns at 129-256 B, the pieces 25-34 ns (their last pair masked), so wherever the
+    pieces stop below 256 B the step to the general path is about 9 ns, past target 2's 8 ns;
+    open stops at 14 blocks, where its pieces stop beating the general path's zmm GHASH."""
+    return MASKED_PIECES[mode] if backend.masked and backend.prims == "x86" else SHORT_BLOCKS
 
 
 def separate_medium(params: Params) -> bool:
@@ -359,10 +424,14 @@ def build_all(module: ir.Module, params: Params) -> None:
         build_short(module, params, mode)
         if separate_medium(params):
             build_short(module, params, mode, medium_only=True)
+    if long_records(params):  # first: vg.short.enc.byte calls it
+        build_short(module, params, ENC, extra=True, long_only=True)
     build_short(module, params, ENC, extra=True)
-    if medium_blocks(params) > SHORT_BLOCKS:
+    if piece_blocks(params.backend) <= SHORT_BLOCKS < medium_blocks(params):
         build_record_copy(module, params)
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record", "fits",
-           "medium_blocks", "nonce_block", "separate_medium", "symbol", "with_byte"]
+           "medium_blocks", "nonce_block", "piece_blocks", "record_blocks",
+           "separate_medium",
+           "symbol", "with_byte"]
