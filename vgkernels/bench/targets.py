@@ -50,8 +50,9 @@ class Profile:
     passes: int = 3  # the k samples are taken in this many passes, ``gap_s`` apart
     gap_s: float = 1.0
     target_us: float = 20.0
-    # 127 and 129: the last partial block inside the short path (128 B), the first past it
-    sawtooth: tuple[int, ...] = (31, 79, 127, 129, 255, 511, 1023, 2047, 4095, 16383)
+    # 127 and 129: the last partial block inside the short path (128 B), the first past it;
+    # 257: the first past vaes_avx2's medium path and vaes_avx512's longest piece (256 B)
+    sawtooth: tuple[int, ...] = (31, 79, 127, 129, 255, 257, 511, 1023, 2047, 4095, 16383)
     remainders: int | None = None  # None: every r in 1..group-1; else this many, spread
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
