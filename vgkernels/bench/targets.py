@@ -71,7 +71,8 @@ class Profile:
 
 PROFILES = {
     "full": Profile(),
-    "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0, sawtooth=(129, 255, 511, 1023, 4095),
+    "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0,
+                     sawtooth=(129, 255, 257, 511, 1023, 4095),
                      remainders=4, io_step=256, stack_step=512, confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
