@@ -247,6 +247,9 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             src, dst = em.gep(tin, 16 * k), em.gep(tout, 16 * k)
             if k < m - 1:
                 d = em.load(src)
+            elif extra and params.backend.masked:  # the byte by a masked broadcast
+                d, m0 = partial.masked_load(em, src, b.sub(last_n, nb), 1)
+                d, _ = partial.insert_byte(em, d, m0, b.sub(last_n, nb), byte, 1)
             elif extra:
                 d = with_byte(f, load_upto16(f, src, b.sub(last_n, nb)), b.sub(last_n, nb),
                               byte)
