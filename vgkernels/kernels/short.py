@@ -149,7 +149,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     the medium path is its own function (``separate_medium``).
 
     ``long_only`` (with ``extra``): vg.short.enc.byte.long, the pieces past SHORT_BLOCKS only,
-    where piece_blocks allows them: records of 129 .. 16 * piece_blocks bytes, in their own
+    where piece_blocks allows them: records of 129 .. 16 * record_blocks bytes, in their own
     function so vg.short.enc.byte's 0..8-block pieces keep their registers."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
     f = Fn(module, params, symbol(mode, extra, medium_only, long_only), vec(1), args)
@@ -337,7 +337,7 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
 
 def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
     """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
-    fits(..., medium_blocks); past SHORT_BLOCKS, where the medium path exists,
+    fits(..., record_blocks); past SHORT_BLOCKS, where the medium path exists,
     vg.short.enc.copy (the same arguments) instead.  (Where the pieces go further,
     piece_blocks, vg.short.enc.byte hands those sizes to vg.short.enc.byte.long itself.)"""
     em, b = fn.em, fn.b
@@ -435,6 +435,5 @@ def build_all(module: ir.Module, params: Params) -> None:
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record", "fits",
-           "medium_blocks", "nonce_block", "piece_blocks", "record_blocks",
-           "separate_medium",
+           "medium_blocks", "nonce_block", "piece_blocks", "record_blocks", "separate_medium",
            "symbol", "with_byte"]
