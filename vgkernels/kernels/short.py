@@ -105,6 +105,13 @@ def with_byte(fn: Fn, v: ir.Value, at: ir.Value, byte: ir.Value) -> ir.Value:
     return em.from_i128(b.or_(em.to_i128(v), b.shl(b.zext(byte, i128), sh)))
 
 
+def masked_with_byte(em: Emitter, p: ir.Value, n: ir.Value, byte: ir.Value, w: int) -> ir.Value:
+    """(AVX-512) n bytes at p then ``byte`` (a zero byte changes nothing), zero padded: the
+    byte by a masked broadcast, not through general registers as with_byte."""
+    d, m0 = partial.masked_load(em, p, n, w)
+    return partial.insert_byte(em, d, m0, n, byte, w)[0]
+
+
 def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em, b = fn.em, fn.b
     if fn.params.backend.masked:
@@ -224,8 +231,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             if masked_end and v == pairs - 1:
                 src, dst, n = em.gep(tin, off), em.gep(tout, off), b.sub(lt, c(off))
                 if extra:  # the text's last byte is the record's byte
-                    d, m0 = partial.masked_load(em, src, b.sub(n, nb), w)
-                    d, _ = partial.insert_byte(em, d, m0, b.sub(n, nb), byte, w)
+                    d = masked_with_byte(em, src, b.sub(n, nb), byte, w)
                     mask = partial.mask_bits(em, n, w)
                 else:
                     d, mask = partial.masked_load(em, src, n, w)
@@ -247,9 +253,8 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             src, dst = em.gep(tin, 16 * k), em.gep(tout, 16 * k)
             if k < m - 1:
                 d = em.load(src)
-            elif extra and params.backend.masked:  # the byte by a masked broadcast
-                d, m0 = partial.masked_load(em, src, b.sub(last_n, nb), 1)
-                d, _ = partial.insert_byte(em, d, m0, b.sub(last_n, nb), byte, 1)
+            elif extra and params.backend.masked:
+                d = masked_with_byte(em, src, b.sub(last_n, nb), byte, 1)
             elif extra:
                 d = with_byte(f, load_upto16(f, src, b.sub(last_n, nb)), b.sub(last_n, nb),
                               byte)
