@@ -8,10 +8,11 @@ rejected."""
 from __future__ import annotations
 
 import pytest
-from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, rng
+from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, ref, rng
 
 from vgkernels.api import AesGcm, InvalidTag
-from vgkernels.kernels.short import MAX_AAD, MEDIUM_BLOCKS
+from vgkernels.backends import BACKENDS, get
+from vgkernels.kernels.short import MAX_AAD, MEDIUM_BLOCKS, chunk_blocks
 
 TEXTS = range(16 * MEDIUM_BLOCKS + 18)
 AADS = range(MAX_AAD + 2)
@@ -47,3 +48,44 @@ def test_short_path_not_taken_for_other_nonces(backend):
     for n in (0, 1, 16, 64):
         nonce, aad, pt = rbytes(r, 16), rbytes(r, 13), rbytes(r, n)
         assert aead.encrypt(nonce, pt, aad) == oracle(key, nonce, pt, aad)
+
+
+def test_chunks_seal_and_open(backend):
+    """The chunks past the medium path (seal on the one-block-wide backends, up to
+    16 * chunk_blocks bytes): every text length from 16 * MEDIUM_BLOCKS - 1 to 17 bytes past
+    the chunks' limit (the general path beyond), AAD lengths 0..17 in turn, every key size in
+    turn; one-shot, in place (nothing written past the text) and out of place, against
+    `cryptography`, every 61st also against the reference model; opened back; and records (a
+    piece then one byte, the two-slice shape) and three pieces through the gather.  On the
+    other backends the same lengths go through their general path."""
+    be = get(backend)
+    top = 16 * max(chunk_blocks(be), MEDIUM_BLOCKS) + 17
+    r = rng("chunks", backend)
+    aeads = {ks: (key := rbytes(r, ks), AesGcm(key, backend=backend)) for ks in KEY_SIZES}
+    for n in range(16 * MEDIUM_BLOCKS - 1, top + 1):
+        key, aead = aeads[KEY_SIZES[n % 3]]
+        al = n % (MAX_AAD + 2)
+        nonce, aad, pt = rbytes(r, 12), rbytes(r, al), rbytes(r, n)
+        want = oracle(key, nonce, pt, aad)
+        where = f"{backend} key={len(key)} aad={al} n={n}"
+        if n % 61 == 0:
+            assert ref(key, nonce, pt, aad) == want, where
+        assert aead.encrypt(nonce, pt, aad) == want, where
+        buf = bytearray(pt + b"\xa5" * GUARD)
+        tag = aead.encrypt_in_place(nonce, memoryview(buf)[:n], aad)
+        assert bytes(buf[:n]) + bytes(tag) == want and buf[n:] == b"\xa5" * GUARD, where
+        out = bytearray(b"\x5a" * (n + GUARD))
+        tag = aead.encrypt_into(out, nonce, pt, aad)
+        assert bytes(out[:n]) + bytes(tag) == want and out[n:] == b"\x5a" * GUARD, where
+        assert aead.decrypt(nonce, want, aad) == pt, where
+        assert aead.encrypt(nonce, [pt[:-1], pt[-1:]], aad, copy_below=False) == want, where
+        k = r.randrange(n + 1)
+        j = r.randrange(k, n + 1)
+        assert aead.encrypt(nonce, [pt[:k], pt[k:j], pt[j:]], aad, copy_below=False) == want
+
+
+def test_chunk_blocks_fit_the_counter_byte():
+    """The chunks add block counts to the counter's last byte only (short.counter_vector):
+    2 + blocks must stay below 256 on every backend."""
+    for be in BACKENDS:
+        assert 2 + chunk_blocks(be) < 256, be.name

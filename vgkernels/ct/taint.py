@@ -241,6 +241,8 @@ class _Analysis:
             locs = frozenset().union(*(o.locs for o in ops)) if ins.opcode in (
                 "phi", "select", "bitcast", "ptrtoint", "inttoptr", "add", "sub", "or",
                 "and") else frozenset()
+            if ins.opcode == "phi":
+                locs = _widen(locs)
             if _is_verdict(ins, labs):
                 labs = NONE  # the tag check's result is public by design
             self.put(f, ins.result, Val(labs, locs), parent, why)
@@ -365,6 +367,22 @@ class _Analysis:
             steps.append(why if node[0] == "v" else f"memory {node[1]} slot {node[2]} <- {why}")
             node = parent
         return steps
+
+
+# A pointer carried round a loop and advanced by a constant (vg.short.enc.chunks' in and out)
+# would take a new offset every round: past this many offsets into one region, a phi's
+# pointer is at an unknown offset there, so the fixpoint ends.
+MAX_OFFSETS = 8
+
+
+def _widen(locs: frozenset[Loc]) -> frozenset[Loc]:
+    by_region: dict[str, set[int | None]] = {}
+    for lc in locs:
+        by_region.setdefault(lc.region, set()).add(lc.offset)
+    if all(len(offs) <= MAX_OFFSETS for offs in by_region.values()):
+        return locs
+    return frozenset(Loc(r, None) if len(offs) > MAX_OFFSETS else Loc(r, o)
+                     for r, offs in by_region.items() for o in offs)
 
 
 def _orig_index(param: str, fn: Function) -> int | None:

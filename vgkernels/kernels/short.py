@@ -28,10 +28,19 @@ the same function, the pieces shared through phis (the IR grows by one chunk per
 on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_medium``), so the
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
+Chunks (seal on the one-block-wide backends: ``chunk_blocks``): past MEDIUM_BLOCKS, up to
+640 B (AVX) or 2560 B (SSE), vg.short.enc.chunks loops over chunks of CHUNK blocks, each
+folding the sum so far into S (S*H^CHUNK + the chunk's terms, one reduction), while more than
+MEDIUM_BLOCKS blocks remain, then ends as the medium path does.  The general path's fixed cost
+(vg.setup's J0 and E(J0), the AAD's multiply, the stitched loop's start and drain with the
+last group hashed alone, the state through memory) cost 30-40 ns there at 257-300 B.
+
 Every branch is on a length (public), every address is a buffer plus a length.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -45,6 +54,8 @@ SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
+# seal on the one-block-wide backends, chunks up to 2560 bytes (SSE) or 640 (AVX): chunk_blocks
+CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
 DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
@@ -128,13 +139,15 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
 
 
-def symbol(mode: Mode, extra: bool = False, medium: bool = False, long: bool = False) -> str:
+def symbol(mode: Mode, extra: bool = False, medium: bool = False, long: bool = False,
+           chunks: bool = False) -> str:
     return (f"vg.short.{mode.name}" + (".byte" if extra else "") + (".medium" if medium else "")
-            + (".long" if long else ""))
+            + (".long" if long else "") + (".chunks" if chunks else ""))
 
 
 def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False,
-                medium_only: bool = False, long_only: bool = False) -> None:
+                medium_only: bool = False, long_only: bool = False,
+                chunks_only: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
     16 * medium_blocks(params).
@@ -155,11 +168,17 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     ``medium_only``: vg.short.<mode>.medium, the same function for 9..16 blocks only, where
     the medium path is its own function (``separate_medium``).
 
+    ``chunks_only``: vg.short.<mode>.chunks, past MEDIUM_BLOCKS (up to ``chunk_blocks``): a
+    loop of chunks while more than MEDIUM_BLOCKS blocks remain after one, then the medium path's
+    chunk and tail piece, in its own function (a loop inside vg.short.<mode>.medium gave its
+    9-16 block pieces other registers: 144 B 7% slower).
+
     ``long_only`` (with ``extra``): vg.short.enc.byte.long, the pieces past SHORT_BLOCKS only,
     where piece_blocks allows them: records of 129 .. 16 * record_blocks bytes, in their own
     function so vg.short.enc.byte's 0..8-block pieces keep their registers."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
-    f = Fn(module, params, symbol(mode, extra, medium_only, long_only), vec(1), args)
+    f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only), vec(1),
+           args)
     if long_only:
         f.fn.attributes.add("noinline")  # inlined, it would reallocate vg.short.enc.byte
     em, b, gh = f.em, f.b, f.gh
@@ -176,24 +195,27 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     pieces = (SHORT_BLOCKS if not long_only else record_blocks(params)) if extra \
         else piece_blocks(params.backend, mode)
     first = SHORT_BLOCKS + 1 if long_only else 0
-    medium = medium_only or (not extra and medium_blocks(params, mode) > pieces
+    tail_only = medium_only or chunks_only  # the pieces only the chunks reach
+    medium = tail_only or (not extra and medium_blocks(params, mode) > pieces
                               and not separate_medium(params))
 
-    def chunk(nr: int) -> list:
-        """The medium path's first CHUNK blocks (all whole).  With t blocks after them, A is at
-        H^(CHUNK+t+2) and block k at H^(CHUNK+t+1-k), so the sum is S*H^(t+2) + (the tail's
-        terms) with S = A*H^CHUNK + C1*H^(CHUNK-1) + .. + C(CHUNK-1)*H + C(CHUNK): S, reduced,
-        takes A's place in the tail's piece, and the chunk's powers are constants.  Returns the
-        tail's (in, out, counter base, length, A) and its block count."""
+    def chunk(nr: int, cin, cout, nvc, lc, a, nc) -> list:
+        """One chunk of CHUNK blocks (all whole), at cin with counters from nvc + 2 and nc
+        blocks from here on.  With t blocks after it, A is at H^(CHUNK+t+2) and block k at
+        H^(CHUNK+t+1-k), so the sum is S*H^(t+2) + (the rest's terms) with
+        S = A*H^CHUNK + C1*H^(CHUNK-1) + .. + C(CHUNK-1)*H + C(CHUNK): S, reduced, takes A's
+        place in what follows (another chunk, or the tail's piece), and the chunk's powers are
+        constants.  Returns the rest's (in, out, counter base, length, A) and its block
+        count."""
         w = WIDE if params.backend.width >= WIDE else 1
-        ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nv, 2 + w * v, w)
+        ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvc, 2 + w * v, w, chunks_only)
                                            for v in range(CHUNK // w)], f.round_keys(ctx, nr, w))
         acc = gh.accumulate(None, a, f.power(ctx, CHUNK, 1))
         accw, hv = None, None
         for v in range(CHUNK // w):
-            d = em.load(inp, 16 * w * v, w)
+            d = em.load(cin, 16 * w * v, w)
             o = b.xor(d, ks[v])
-            em.store(o, out, 16 * w * v)
+            em.store(o, cout, 16 * w * v)
             hv = em.bswap_lanes(mode.hashed_value(d, o))
             if CHUNK - 1 - w * v:  # the last block is added unmultiplied, after the reduction
                 # (a vector's powers from H^1 run into the zero padding: its last lane adds 0)
@@ -201,10 +223,10 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         assert accw is not None and hv is not None
         acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
         state = em.xor(gh.reduce(acc), em.lane(hv, w - 1) if w > 1 else hv)
-        nvt = b.add(nv, ir.Constant(dvec(1), [ir.Constant(i32, x)
-                                              for x in (0, 0, 0, CHUNK << 24)]))
-        return [em.gep(inp, 16 * CHUNK), em.gep(out, 16 * CHUNK), nvt, b.sub(ln, c(16 * CHUNK)),
-                state, b.sub(nblk, c(CHUNK))]
+        nvt = b.add(nvc, ir.Constant(dvec(1), [ir.Constant(i32, x)
+                                               for x in (0, 0, 0, CHUNK << 24)]))
+        return [em.gep(cin, 16 * CHUNK), em.gep(cout, 16 * CHUNK), nvt, b.sub(lc, c(16 * CHUNK)),
+                state, b.sub(nc, c(CHUNK))]
 
     def piece(nr: int, m: int, tin, tout, nvt, lt, a) -> None:
         """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
@@ -292,31 +314,56 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             for m in range(SHORT_BLOCKS + 1, record_blocks(params) + 1):
                 swm.add_case(ir.Constant(i64, m), longer)
         for m in range(first, pieces + 1):
-            if medium_only and not 1 <= m <= MEDIUM_BLOCKS - CHUNK:
+            if tail_only and not 1 <= m <= MEDIUM_BLOCKS - CHUNK:
                 continue  # the pieces only the chunk reaches
             pb = b.append_basic_block(f"nr{nr}.m{m}")
-            if not medium_only:
+            if not tail_only:
                 swm.add_case(ir.Constant(i64, m), pb)
             b.position_at_end(pb)
             args = [inp, out, nv, ln, a]
             if medium and 1 <= m <= MEDIUM_BLOCKS - CHUNK:
                 args = [b.phi(v.type, name=f"t{k}") for k, v in enumerate(args)]
-                if not medium_only:
+                if not tail_only:
                     for phi, v in zip(args, [inp, out, nv, ln, a], strict=True):
                         phi.add_incoming(v, entry)
                 phis[m] = (pb, args)
             piece(nr, m, *args)
         if medium:
-            cb = b.append_basic_block(f"nr{nr}.chunk")
-            for m in range(SHORT_BLOCKS + 1, MEDIUM_BLOCKS + 1):
-                swm.add_case(ir.Constant(i64, m), cb)
-            b.position_at_end(cb)
-            *vals, tn = chunk(nr)
-            sw2 = b.switch(tn, fail)
-            for m, (pb, args) in phis.items():
-                sw2.add_case(ir.Constant(i64, m), pb)
-                for phi, v in zip(args, vals, strict=True):
+            def last_chunk(vals_in: list) -> None:
+                """The chunk before the tail's piece, which one switch picks."""
+                *vals, tn = chunk(nr, *vals_in)
+                sw2 = b.switch(tn, fail)
+                for m, (pb, args) in phis.items():
+                    sw2.add_case(ir.Constant(i64, m), pb)
+                    for phi, v in zip(args, vals, strict=True):
+                        phi.add_incoming(v, b.block)
+            start = [inp, out, nv, ln, a, nblk]
+            if not chunks_only:
+                cb = b.append_basic_block(f"nr{nr}.chunk")
+                for m in range(SHORT_BLOCKS + 1, MEDIUM_BLOCKS + 1):
+                    swm.add_case(ir.Constant(i64, m), cb)
+                b.position_at_end(cb)
+                last_chunk(start)
+            else:
+                # the counters add block counts to the last byte only (counter_vector)
+                assert 2 + chunk_blocks(params.backend, mode) < 256
+                pre = b.append_basic_block(f"nr{nr}.chunks")  # one edge into the loop's phis
+                for m in range(MEDIUM_BLOCKS + 1, chunk_blocks(params.backend, mode) + 1):
+                    swm.add_case(ir.Constant(i64, m), pre)
+                lb = b.append_basic_block(f"nr{nr}.chunkloop")
+                b.position_at_end(pre)
+                b.branch(lb)
+                b.position_at_end(lb)
+                carried = [b.phi(v.type, name=f"c{k}") for k, v in enumerate(start)]
+                for phi, v in zip(carried, start, strict=True):
+                    phi.add_incoming(v, pre)
+                vals = chunk(nr, *carried)
+                after = b.append_basic_block(f"nr{nr}.chunklast")
+                b.cbranch(b.icmp_unsigned(">", vals[-1], c(MEDIUM_BLOCKS)), lb, after)
+                for phi, v in zip(carried, vals, strict=True):
                     phi.add_incoming(v, b.block)
+                b.position_at_end(after)
+                last_chunk(vals)
     f.dispatch_nr(ctx, arm)
     b.branch(fail)
     b.position_at_end(fail)  # a context key_init did not finish, or a caller's shape error
@@ -336,8 +383,11 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     copy_from_64(em, inp, n0, out)
     with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
         em.store_int(byte, out, n0)
-    b.ret(b.call(module.globals[symbol(ENC, medium=separate_medium(params))],
-                 [ctx, nonce, aad, al, out, out, b.add(n0, nb)], tail=True))
+    args = [ctx, nonce, aad, al, out, out, b.add(n0, nb)]
+    if chunk_blocks(params.backend):
+        with b.if_then(b.icmp_unsigned(">", args[-1], ir.Constant(i64, 16 * MEDIUM_BLOCKS))):
+            b.ret(b.call(module.globals[symbol(ENC, chunks=True)], args, tail=True))
+    b.ret(b.call(module.globals[symbol(ENC, medium=separate_medium(params))], args, tail=True))
 
 
 def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
@@ -370,7 +420,21 @@ def medium_blocks(params: Params, mode: Mode = ENC) -> int:
         return piece_blocks(params.backend, mode)
     if mode is DEC and be.width < WIDE and "avx" in be.llvm_enabled:
         return DEC_AVX_BLOCKS
-    return MEDIUM_BLOCKS
+    return max(MEDIUM_BLOCKS, chunk_blocks(params.backend, mode))
+
+
+def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
+    """The most blocks vg.short.<mode>.chunks takes (0: no such function): CHUNK_BLOCKS for
+    seal on the one-block-wide x86 backends, where the general path's fixed cost is largest.
+    Why (same-run A/B, Zen 4, design notes "Chunks past 256 bytes"): against the general path
+    the chunks took 0.70-0.76x at 257-300 B and 0.92-1.00x at 576-640 B on aesni_pclmul_avx
+    (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Not
+    vaes_avx2: chunks of 16 blocks (8 ymm AES chains) took 0.85-0.92x at 257-320 B but 1.06x
+    from 512 B, and open, whose general path stays, would fall 12-16% behind seal at 272 and
+    383 B.  Not open: aesni_pclmul_avx's general dec is already faster than these seals."""
+    if mode is not ENC or not _one_block_wide(backend):
+        return 0
+    return CHUNK_BLOCKS["avx" if "avx" in backend.llvm_enabled else "sse"]
 
 
 def record_blocks(params: Params) -> int:
@@ -399,22 +463,44 @@ def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
 def separate_medium(params: Params) -> bool:
     """Whether the medium path is its own function, vg.short.<mode>.medium: on the one-block-
     wide backends, where the chunk inside vg.short.<mode> reallocated the shared pieces'
-    registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx)."""
-    return medium_blocks(params) > SHORT_BLOCKS and params.backend.width < WIDE
+    registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx).  (The unmasked x86 backends
+    have the medium path: `medium_blocks`.)"""
+    return _one_block_wide(params.backend)
+
+
+def _one_block_wide(be: Backend) -> bool:
+    return be.prims == "x86" and not be.masked and be.width < WIDE
 
 
 def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
-    medium_blocks unless given: where the medium path is its own function, a branch on the
-    length picks it."""
-    em, b = fn.em, fn.b
+    medium_blocks unless given: where the medium path (and the chunks) are functions of their
+    own, branches on the length pick them."""
+    b = fn.b
     module = b.module
-    if not separate_medium(fn.params) or (blocks or MEDIUM_BLOCKS) <= SHORT_BLOCKS:
-        return b.call(module.globals[symbol(mode)], args)
-    (t,) = em.if_else_values(
-        b.icmp_unsigned(">", args[6], ir.Constant(i64, 16 * SHORT_BLOCKS)),
-        lambda: [b.call(module.globals[symbol(mode, medium=True)], args)],
-        lambda: [b.call(module.globals[symbol(mode)], args)], "medium")
+    blocks = blocks or medium_blocks(fn.params, mode)
+    go = lambda name: b.call(module.globals[name], args)  # noqa: E731
+    if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
+        return go(symbol(mode))
+    return _pick(fn, args[6], blocks > MEDIUM_BLOCKS and chunk_blocks(fn.params.backend, mode) > 0,
+                 go, mode)
+
+
+def _pick(fn: Fn, ln: ir.Value, chunks: bool, go: Callable[[str], ir.Value],
+          mode: Mode = ENC) -> ir.Value:
+    """go(the symbol of the function for a text of ln bytes): vg.short.<mode>, .medium past
+    SHORT_BLOCKS, .chunks past MEDIUM_BLOCKS (when ``chunks``)."""
+    em, b = fn.em, fn.b
+
+    def past(blocks: int) -> ir.Value:
+        return b.icmp_unsigned(">", ln, ir.Constant(i64, 16 * blocks))
+
+    def longer() -> list[ir.Value]:
+        if not chunks:
+            return [go(symbol(mode, medium=True))]
+        return em.if_else_values(past(MEDIUM_BLOCKS), lambda: [go(symbol(mode, chunks=True))],
+                                 lambda: [go(symbol(mode, medium=True))], "chunks")
+    (t,) = em.if_else_values(past(SHORT_BLOCKS), longer, lambda: [go(symbol(mode))], "medium")
     return t
 
 
@@ -432,6 +518,8 @@ def build_all(module: ir.Module, params: Params) -> None:
         build_short(module, params, mode)
         if separate_medium(params):
             build_short(module, params, mode, medium_only=True)
+        if chunk_blocks(params.backend, mode):
+            build_short(module, params, mode, chunks_only=True)
     if long_records(params):  # first: vg.short.enc.byte calls it
         build_short(module, params, ENC, extra=True, long_only=True)
     build_short(module, params, ENC, extra=True)
@@ -439,6 +527,6 @@ def build_all(module: ir.Module, params: Params) -> None:
         build_record_copy(module, params)
 
 
-__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record", "fits",
-           "medium_blocks", "nonce_block", "piece_blocks", "record_blocks", "separate_medium",
-           "symbol", "with_byte"]
+__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
+           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks", "record_blocks",
+           "separate_medium", "symbol", "with_byte"]
