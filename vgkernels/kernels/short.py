@@ -40,8 +40,6 @@ Every branch is on a length (public), every address is a buffer plus a length.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from llvmlite import ir
 
 from ..backends import Backend
@@ -463,8 +461,7 @@ def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
 def separate_medium(params: Params) -> bool:
     """Whether the medium path is its own function, vg.short.<mode>.medium: on the one-block-
     wide backends, where the chunk inside vg.short.<mode> reallocated the shared pieces'
-    registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx).  (The unmasked x86 backends
-    have the medium path: `medium_blocks`.)"""
+    registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx)."""
     return _one_block_wide(params.backend)
 
 
@@ -475,32 +472,24 @@ def _one_block_wide(be: Backend) -> bool:
 def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
     medium_blocks unless given: where the medium path (and the chunks) are functions of their
-    own, branches on the length pick them."""
-    b = fn.b
-    module = b.module
-    blocks = blocks or medium_blocks(fn.params, mode)
-    go = lambda name: b.call(module.globals[name], args)  # noqa: E731
-    if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
-        return go(symbol(mode))
-    return _pick(fn, args[6], blocks > MEDIUM_BLOCKS and chunk_blocks(fn.params.backend, mode) > 0,
-                 go, mode)
-
-
-def _pick(fn: Fn, ln: ir.Value, chunks: bool, go: Callable[[str], ir.Value],
-          mode: Mode = ENC) -> ir.Value:
-    """go(the symbol of the function for a text of ln bytes): vg.short.<mode>, .medium past
-    SHORT_BLOCKS, .chunks past MEDIUM_BLOCKS (when ``chunks``)."""
+    own, branches on the length pick them (.medium past SHORT_BLOCKS, .chunks past
+    MEDIUM_BLOCKS)."""
     em, b = fn.em, fn.b
+    blocks = blocks or medium_blocks(fn.params, mode)
 
-    def past(blocks: int) -> ir.Value:
-        return b.icmp_unsigned(">", ln, ir.Constant(i64, 16 * blocks))
+    def go(**which: bool) -> list[ir.Value]:
+        return [b.call(b.module.globals[symbol(mode, **which)], args)]
 
-    def longer() -> list[ir.Value]:
-        if not chunks:
-            return [go(symbol(mode, medium=True))]
-        return em.if_else_values(past(MEDIUM_BLOCKS), lambda: [go(symbol(mode, chunks=True))],
-                                 lambda: [go(symbol(mode, medium=True))], "chunks")
-    (t,) = em.if_else_values(past(SHORT_BLOCKS), longer, lambda: [go(symbol(mode))], "medium")
+    def past(n: int) -> ir.Value:
+        return b.icmp_unsigned(">", args[6], ir.Constant(i64, 16 * n))
+
+    if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
+        return go()[0]
+    longer = lambda: go(medium=True)  # noqa: E731
+    if blocks > MEDIUM_BLOCKS and chunk_blocks(fn.params.backend, mode):
+        longer = lambda: em.if_else_values(  # noqa: E731
+            past(MEDIUM_BLOCKS), lambda: go(chunks=True), lambda: go(medium=True), "chunks")
+    (t,) = em.if_else_values(past(SHORT_BLOCKS), longer, go, "medium")
     return t
 
 
