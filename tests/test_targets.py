@@ -254,6 +254,28 @@ def test_placement_uses_the_confirmed_paired_ratio():
     assert ctx["detail"] == "slowest at 128"
 
 
+def test_output_alignment_is_its_own_placement_check():
+    """The output's alignment within a cache line (seal_out, input aligned) is checked like
+    the 64-byte offsets, on its own row: an output 5 bytes past a line (a TLS payload after
+    its header) 8% slower than the aligned one fails the 5% limit."""
+    raw = _raw()
+    rows = [{"part": "place_align", "backend": "vaes_avx512", "n": 16384, "offset": a,
+             "min_ns": t, "min_ticks": t * 3.0, "tsc_hz": 3e9}
+            for a, t in ((0, 1100.0), (5, 1190.0), (32, 1101.0))]
+    conf = [{"part": "place_align_confirm", "backend": "vaes_avx512", "n": 16384, "offset": o,
+             "role": r, "min_ns": mn, "median_ns": md, "paired_ratio": pr,
+             "paired_lo": pr - 0.01, "paired_hi": pr + 0.01, "rounds": 21}
+            for o, r, mn, md, pr in ((0, "fastest", 1100.0, 1130.0, 1.0),
+                                     (32, "slow", 1101.0, 1131.0, 1.001),
+                                     (5, "slow", 1190.0, 1220.0, 1.08))]
+    tab = at.table(pd.concat([raw, pd.DataFrame(rows + conf)], ignore_index=True))
+    al = _one(tab, "placement: alignment of the output")
+    assert al["ratio"] == pytest.approx(1.08) and not al["holds"]
+    assert al["detail"].startswith("slowest at 5 vs 0")
+    # the 64-byte sweep's row is its own (no confirmation rows here: its minima, 1.1)
+    assert _one(tab, "placement: output offset")["ratio"] == pytest.approx(1.1)
+
+
 def test_confirm_candidates_fastest_first_then_the_slowest():
     from vgkernels.bench.targets import confirm_candidates
 

@@ -145,7 +145,9 @@ def placement(raw: pd.DataFrame) -> list[dict]:
     round) and the sweep's own minima become a context row: with one minimum per offset over a
     few samples each, the largest of 64 minima mostly measures the VM's slow phases."""
     out = []
-    for part, what in (("place_io", "output offset from input"), ("place_stack", "stack offset")):
+    for part, what in (("place_io", "output offset from input"),
+                       ("place_align", "alignment of the output in a cache line"),
+                       ("place_stack", "stack offset")):
         conf = _part(raw, f"{part}_confirm")
         for (be, n), g in _part(raw, part).groupby(["backend", "n"], sort=False):
             worst = g.loc[g["min_ns"].idxmax()]
