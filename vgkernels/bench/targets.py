@@ -192,6 +192,20 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
         bench.add(c, part="nonce", mode=mode)
 
 
+def _add_seal_out(bench: _Bench, backend: str, fixed: list[int], n: int, tag: int,
+                  out_page_offset: int, **label: object) -> None:
+    """A seal_out case (``fixed``: the function and its arguments up to the input) of n bytes
+    into an output at ``out_page_offset``, checked once, then added with ``label``."""
+    dst = Buf.alloc(n, page_offset=out_page_offset)
+    blk = Buf.alloc(128, page_offset=3712)
+    c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n}, "seal_out",
+             [*fixed, dst.addr, n, tag], keep=[dst, blk])
+    c.place_block(blk.addr, blk.n)
+    if bench.driver.call(c) != 0:
+        raise RuntimeError(f"{backend}: seal_out failed ({label})")
+    bench.add(c, **label)
+
+
 def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
     spec0 = CaseSpec("seal", 16, backend)
     key, nonce, aad = Builder.material(spec0)
@@ -204,26 +218,12 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
         msg = message(n)
         src = Buf.alloc(n, msg, page_offset=0)
         bench.keep.append(src)
+        fixed = [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr]
         for off in range(0, PAGE, prof.io_step):
-            dst = Buf.alloc(n, page_offset=off)
-            blk = Buf.alloc(128, page_offset=3712)
-            c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n},
-                     "seal_out", [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr, dst.addr,
-                                  n, tag.addr], keep=[dst, blk])
-            c.place_block(blk.addr, blk.n)
-            if bench.driver.call(c) != 0:
-                raise RuntimeError(f"{backend}: seal_out failed at offset {off}")
-            bench.add(c, part="place_io", offset=off)
+            _add_seal_out(bench, backend, fixed, n, tag.addr, off, part="place_io", offset=off)
         for a in ALIGN_OFFSETS:
-            dst = Buf.alloc(n, page_offset=ALIGN_BASE + a)
-            blk = Buf.alloc(128, page_offset=3712)
-            c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n},
-                     "seal_out", [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr, dst.addr,
-                                  n, tag.addr], keep=[dst, blk])
-            c.place_block(blk.addr, blk.n)
-            if bench.driver.call(c) != 0:
-                raise RuntimeError(f"{backend}: seal_out failed at output alignment {a}")
-            bench.add(c, part="place_align", offset=a)
+            _add_seal_out(bench, backend, fixed, n, tag.addr, ALIGN_BASE + a, part="place_align",
+                          offset=a)
         for off in range(0, PAGE, prof.stack_step):
             c = bench.builder.build(CaseSpec("seal", n, backend))
             c.stack_offset = off
