@@ -32,7 +32,7 @@ import pandas as pd
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
 from . import bound
-from .cases import Builder, CaseSpec, message
+from .cases import OUT_OFFSET, Builder, CaseSpec, message
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
 
@@ -43,9 +43,9 @@ SHORT = (16, 64)
 FLOOR_LINKS = 64
 # The output this many bytes past a 64-byte boundary (the input aligned): a TLS stack seals the
 # payload where it lies, 5 bytes after the record header.  On Zen 4 vaes_avx512 measured seal
-# 16 KiB 8-9% slower for any output not 32-byte aligned (design notes, "Output alignment").
+# 16 KiB 8-17% slower for any output not 32-byte aligned (design notes, "Output alignment").
 ALIGN_OFFSETS = (0, 5, 16, 32, 48)
-ALIGN_BASE = 2048 + 64  # the output's page offset for ALIGN_OFFSETS (cases.OUT_OFFSET)
+ALIGN_BASE = OUT_OFFSET  # the output's page offset for ALIGN_OFFSETS: the cases' output
 
 
 @dataclass(frozen=True)
