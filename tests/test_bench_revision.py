@@ -92,3 +92,18 @@ def test_a_declined_shape_is_skipped_and_said():
     df = revision.measure(plan, dump, progress=said.append)
     assert set(df["shape"]) == {"n+1"} and set(df["side"]) == {"head", "base"}
     assert any(m.startswith(f"skipped {be} two_slice 16+rest 64") for m in said), said
+
+
+def test_shift_moves_the_stream_buffers_only():
+    """``--shift 5``: the text's buffers 5 bytes past their usual page offsets (a TLS payload
+    after its record header), the small ones where they were; a case built so still checks
+    out against the reference model."""
+    from vgkernels.bench.cases import AUX_OFFSETS, IN_OFFSET, OUT_OFFSET, Builder, CaseSpec, Placer
+    from vgkernels.bench.driver import driver as get_driver
+
+    place = Placer(5)
+    bufs = [place(64, role="in"), place(64, role="out"), place(16)]
+    assert [b.addr % 4096 for b in bufs] == [IN_OFFSET + 5, OUT_OFFSET + 5, AUX_OFFSETS[0]]
+    be = next(b.name for b in sorted(usable(), key=lambda b: -b.rank))
+    case = Builder(get_driver(), shift=5).build(CaseSpec("seal", 1000, be))
+    assert case.label["n"] == 1000

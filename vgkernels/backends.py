@@ -28,6 +28,8 @@ class Backend:
     copy_below: tuple[int, int] = (0, 0)  # (aligned, unaligned) copy+seal dispatch
     karatsuba: bool = False  # default GHASH multiply: 3 (Karatsuba) or 4 carry-less products
     skew: int = 0  # default rounds of the next group begun early in the stitched loop
+    enc_lag: int = 1  # enc's lead loop hashes the group stored this many iterations back
+    enc_carry: bool = False  # enc hashes the previous group from registers for a misaligned out
     stitch_min: int | None = None  # default blocks before the stitched loop (None: 2 x group)
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
@@ -68,6 +70,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
         width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=6,
+        enc_lag=2,
         notes="ymm, 16 vector registers",
     ),
     Backend(
@@ -77,7 +80,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
-        karatsuba=True, skew=0, stitch_min=32,
+        karatsuba=True, skew=0, stitch_min=32, enc_carry=True,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

@@ -186,16 +186,18 @@ IN_OFFSET, OUT_OFFSET = 0, 2048 + 64
 AUX_OFFSETS = tuple(3200 + 128 * j for j in range(7))
 
 class Placer:
-    """Buffers of one case at fixed page offsets by role ("in", "out", or small "aux")."""
+    """Buffers of one case at fixed page offsets by role ("in", "out", or small "aux").
+    ``shift``: bytes added to the stream buffers' offsets (5: a TLS payload after its record
+    header, so no vector load or store of the text is aligned)."""
 
-    def __init__(self) -> None:
-        self._aux = 0
+    def __init__(self, shift: int = 0) -> None:
+        self._aux, self.shift = 0, shift
 
     def __call__(self, n: int, data: bytes = b"", role: str = "aux") -> Buf:
         if role == "in":
-            off = IN_OFFSET
+            off = IN_OFFSET + self.shift
         elif role == "out":
-            off = OUT_OFFSET
+            off = OUT_OFFSET + self.shift
         else:
             off = AUX_OFFSETS[self._aux % len(AUX_OFFSETS)]
             self._aux += 1
@@ -211,8 +213,10 @@ class Builder:
     """Builds concrete cases in the measuring process: kernels, key contexts, peers."""
 
     def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None,
-                 aead_paths: dict[str, str | None] | None = None):
+                 aead_paths: dict[str, str | None] | None = None, shift: int = 0):
+        """``shift``: see `Placer`."""
         self.driver = drv
+        self.shift = shift
         self.verify = verify
         self.libcrypto = libcrypto
         self.aead_paths = aead_paths or {}  # EVP_AEAD peer name -> path (None: awscrt's)
@@ -289,7 +293,7 @@ class Builder:
     # -- cases -------------------------------------------------------------------------------
     def build(self, spec: CaseSpec) -> Case:
         """A verified case (raises Skip or KernelError)."""
-        made = OP_BUILDERS[spec.op](self, _Setup.of(spec))
+        made = OP_BUILDERS[spec.op](self, _Setup.of(spec, self.shift))
         case = made.case
         if case.py_call is not None:  # timed in Python: no argument block, no return code
             if self.verify and made.out() != made.want:
@@ -330,10 +334,10 @@ class _Setup:
     keep: list[object] = field(default_factory=list)
 
     @classmethod
-    def of(cls, spec: CaseSpec) -> _Setup:
+    def of(cls, spec: CaseSpec, shift: int = 0) -> _Setup:
         key, nonce, aad = Builder.material(spec)
         ps = pieces(spec.shape, spec.n)
-        place = Placer()
+        place = Placer(shift)
         nb, ab = place(len(nonce), nonce), place(len(aad), aad)
         return cls(spec, key, nonce, aad, ps, message(sum(ps)), place,
                    [nb.addr, len(nonce), ab.addr, len(aad)], [nb, ab])

@@ -107,8 +107,8 @@ def check_abi(dump: dict[str, object]) -> None:
 class _BaseBuilder(Builder):
     """The bench's case builder with the base tree's kernels in place of this tree's."""
 
-    def __init__(self, drv: Driver, base: dict[str, Kernels]):
-        super().__init__(drv)
+    def __init__(self, drv: Driver, base: dict[str, Kernels], shift: int = 0):
+        super().__init__(drv, shift=shift)
         self._base = base
 
     def kernels(self, spec: CaseSpec) -> Kernels:
@@ -136,6 +136,7 @@ class Plan:
     k: int = 21
     gap_ms: float = 50.0
     target_us: float = 20.0
+    shift: int = 0  # bytes added to the stream buffers' page offsets (`cases.Placer`)
 
 
 def _specs(plan: Plan) -> list[CaseSpec]:
@@ -156,7 +157,7 @@ def measure(plan: Plan, dump: dict[str, object], drv: Driver | None = None,
     check_abi(dump)
     say = progress or (lambda _m: None)
     say("compiling the base tree's kernels")
-    head, base = Builder(drv), _BaseBuilder(drv, load_base(dump))
+    head, base = Builder(drv, shift=plan.shift), _BaseBuilder(drv, load_base(dump), plan.shift)
     cases = []
     for spec in _specs(plan):
         try:  # both sides or neither: a ratio needs the pair
@@ -201,6 +202,9 @@ def main(argv: list[str]) -> int:
                    help="idle time before each round, to spread the rounds (default 50)")
     p.add_argument("--stack-offset", type=int, help="stack page offset at each call")
     p.add_argument("--cpu", type=int, help="CPU to pin to (default: the last allowed)")
+    p.add_argument("--shift", type=int, default=0,
+                   help="bytes added to the input's and output's page offsets (5: a TLS "
+                        "payload after its record header; default 0, 64-byte aligned)")
     p.add_argument("--out", help="write the per-sample rows here (Parquet)")
     args = p.parse_args(argv)
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
@@ -213,7 +217,8 @@ def main(argv: list[str]) -> int:
     if not bes:
         p.error("none of the backends is usable on this CPU")
     plan = Plan(tuple(bes), ops, tuple(args.sizes) if args.sizes else Plan.sizes,
-                tuple(s.strip() for s in args.shapes.split(",")), args.k, args.gap_ms)
+                tuple(s.strip() for s in args.shapes.split(",")), args.k, args.gap_ms,
+                shift=args.shift)
     t0 = time.perf_counter()
     dump = base_ir(args.base, bes)
     drv = get_driver(args.cpu)

@@ -16,8 +16,9 @@ horizontal fold of the lanes and one reduction.  So the loop-carried chain never
 fold across lanes, and a group costs one reduction whatever its size (aggregated reduction).
 
 Per iteration the AES rounds of the group at block i run round-robin with the GHASH steps of a
-group already encrypted (enc: the previous group, from the output; dec: this group, from the
-input), and in a skewed loop with the first rounds of the next group.
+group already encrypted (enc: the previous group, from the output or from registers
+(`_enc_carried`), or in the lead loop the group before it; dec: this group, from the input),
+and in a skewed loop with the first rounds of the next group.
 """
 
 from __future__ import annotations
@@ -87,13 +88,16 @@ def broadcast_powers(fn: BulkFn, g: int | None = None) -> Callable[[int], tuple]
 
 def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] | None,
                    ghash_base: ir.Value | None, started: list[ir.Value] | None = None,
-                   next_blocks: list[ir.Value] | None = None, g: int | None = None
+                   next_blocks: list[ir.Value] | None = None, g: int | None = None,
+                   hash_g: int | None = None, hash_vectors: list[ir.Value] | None = None,
+                   outputs: list[ir.Value] | None = None
                    ) -> tuple[ir.Value, list[ir.Value] | None]:
     """One iteration: AES-CTR of the group at block i (counter blocks ``blocks``), interleaved
     with GHASH of the group at ghash_base and, in a skewed loop, with the first rounds of the
     next group (``next_blocks``).  ``started`` is this group's state when an earlier iteration
     began it.  Stores the group's output; returns (new GHASH state or s, the next group's
-    started state).  ``g``: blocks in the group (default G)."""
+    started state).  ``g``: blocks in the group (default G); ``hash_g``: blocks hashed from
+    ghash_base (default g)."""
     em, b, w = fn.em, fn.b, fn.p.w
     g = fn.p.g if g is None else g
     v = g // w
@@ -118,11 +122,15 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
     nxt = aes.aes_begin(em, prims, next_blocks, rk, skew) if next_blocks is not None else iter(())
     gh = None
     steps: Iterator = iter(())
-    if ghash_base is not None:
-        gh = GroupHash(fn, lambda k: em.load(ghash_base, 16 * w * k, w), s,
-                       broadcast_powers(fn, g), v)
+    if ghash_base is not None or hash_vectors is not None:
+        hg = g if hash_g is None else hash_g
+        src = ((lambda k: hash_vectors[k]) if hash_vectors is not None
+               else (lambda k: em.load(ghash_base, 16 * w * k, w)))
+        gh = GroupHash(fn, src, s, broadcast_powers(fn, hg), hg // w)
         steps = gh.steps(reduce=True)
     out, (_, begun) = interleave(cur, steps, nxt)
+    if outputs is not None:
+        outputs.extend(out)
     for j in range(v):
         em.store(out[j], fn.out, b.add(off, _c(16 * w * j)))
     return (gh.y if gh is not None else s), begun
@@ -203,7 +211,9 @@ def hash_group(fn: BulkFn, i: ir.Value, s: ir.Value) -> ir.Value:
 def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.Value]:
     """A prologue encrypts group 0 (nothing to hash yet); then each iteration encrypts the
     group at i and hashes the group before it, from the output.  Leaves that last group
-    pending.  Skewed: each iteration also begins the next group's rounds."""
+    pending.  Skewed: each iteration also begins the next group's rounds.  In the carried
+    function (``fn.carry``: `bulk.carries`) the loop hashes the previous group from registers
+    (`_enc_carried`)."""
     em, b, g = fn.em, fn.b, fn.p.g
     zero_i = _c(0)
     blocks0 = ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v)
@@ -215,53 +225,97 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     # same (vaes_avx512, same-run A/B).
     late = not skewed and fn.p.w >= 4
     nxt1 = derived(fn, blocks0[0]) if late else advance(fn, ctr, zero_i, blocks0, derive=False)
-    s1, st1 = stitched_group(fn, zero_i, s0, blocks0, None, None, nxt1 if skewed else None)
+    out0: list[ir.Value] = []
+    s1, st1 = stitched_group(fn, zero_i, s0, blocks0, None, None, nxt1 if skewed else None,
+                             outputs=out0)
     c1 = ctrs.add(em, ctr, g)
-    with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
-                 i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
-        # blocks: counter blocks of the group at i (skewed: already begun, in started)
-        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
-        if late:
-            blocks = checked(fn, v.ctr, v.i, v.blocks)
-            s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
-            nblk = derived(fn, blocks[0])
-        else:
-            nblk = advance(fn, v.ctr, v.i, v.blocks, derive=False)
-            if skewed:
-                s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
+
+    def one_back() -> list[ir.Value]:
+        with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
+                     i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
+            # blocks: counter blocks of the group at i (skewed: already begun, in started)
+            base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
+            if late:
+                blocks = checked(fn, v.ctr, v.i, v.blocks)
+                s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
+                nblk = derived(fn, blocks[0])
             else:
-                s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
+                nblk = advance(fn, v.ctr, v.i, v.blocks, derive=False)
+                if skewed:
+                    s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
+                else:
+                    s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
+            v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
+            v.blocks, v.started = nblk, st2 or []
+        return [v.i, v.s, v.ctr]
+    if fn.carry:  # an output not 64-byte aligned (`BulkFn.call_carry`)
+        return _enc_carried(fn, end, s1, c1, nxt1, out0)
+    return one_back()
+
+
+# From how many groups an output that is not 64-byte aligned takes `_enc_carried`
+# (`BulkFn.call_carry`): from 2 (1 KiB on vaes_avx512) it measured 1.00-1.04 against the
+# reloading loop, from 3 0.95-1.0 at 1.5 KiB and 0.97 at 2 KiB (same-run A/B, output 5 past
+# a line).
+CARRY_MIN_GROUPS = 3
+
+
+def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
+                 nxt1: list[ir.Value], out0: list[ir.Value]) -> list[ir.Value]:
+    """enc_region hashing the previous group from the registers it was stored from, not
+    reloaded from the output: for an output not 64-byte aligned.  A zmm store reloaded at once
+    waits for store-to-load forwarding, which on Zen 4 takes twice as long when the vector
+    crosses a cache line (18.5 ticks against 9.6); the one-back loop's reloads then cost
+    vaes_avx512 8-17% at 4-16 KiB.  Not the form for every output: carried, the 8 vectors
+    take registers from the round keys (4 more spill reloads per iteration), and an aligned
+    seal measured 1-2.4% slower at 16-64 KiB and 9-21% at 1 KiB when LLVM did the same."""
+    em, b, g = fn.em, fn.b, fn.p.g
+    with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
+                 i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0) as v:
+        blocks = checked(fn, v.ctr, v.i, v.blocks)
+        outs: list[ir.Value] = []
+        s2, _ = stitched_group(fn, v.i, v.s, blocks, None, hash_vectors=list(v.prev),
+                               outputs=outs)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-        v.blocks, v.started = nblk, st2 or []
+        v.blocks, v.prev = derived(fn, blocks[0]), outs
     return [v.i, v.s, v.ctr]
 
 
 def enc_lead(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.Value]:
-    """enc over blocks [0, end), end a multiple of the lead group L = ``fn.lead_group``, in
-    groups of L (not skewed): a prologue encrypts group 0, each iteration encrypts the group
-    at i and hashes the one before it; the last group is hashed at the end with the
+    """enc over blocks [0, end), end a multiple of the lead group L = ``fn.lead_group`` and
+    at least 3L, in groups of L (not skewed): a prologue encrypts group 0, each iteration
+    encrypts the group at i and hashes the one before it (``Backend.enc_lag`` 2: a prologue of
+    groups 0 and 1, each iteration hashes the group two back, whose stores have reached L1,
+    and the last one both stored groups at once); the last group is hashed at the end with the
     descending powers (lane l of vector k by H^(L-kW-l)) and the lanes folded, so the result is
     the reduced GHASH value of everything (one block), ready for another bulk call."""
     em, b, w, lead = fn.em, fn.b, fn.p.w, fn.lead_group
-    blocks0 = ctrs.counter_blocks(em, ctr, w, lead // w)
-    s1, _ = stitched_group(fn, _c(0), s0, blocks0, None, g=lead)
-    c1 = ctrs.add(em, ctr, lead)
-    blocks1 = advance(fn, ctr, _c(0), blocks0, derive=True, g=lead)
-    with em.loop(f"lead{lead}", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(lead)), end),
-                 i=_c(lead), s=s1, ctr=c1, blocks=blocks1) as v:
-        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(lead)), _c(4)))
+    lag = fn.p.backend.enc_lag
+    blocks, s, c = ctrs.counter_blocks(em, ctr, w, lead // w), s0, ctr
+    for k in range(lag):  # the first groups: nothing stored yet to hash
+        stitched_group(fn, _c(k * lead), s, blocks, None, g=lead)
+        blocks = advance(fn, c, _c(k * lead), blocks, derive=True, g=lead)
+        c = ctrs.add(em, c, lead)
+    with em.loop(f"lead{lead}", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(lag * lead)), end),
+                 i=_c(lag * lead), s=s, ctr=c, blocks=blocks) as v:
+        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(lag * lead)), _c(4)))
         v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=lead)
         i, c = v.i, v.ctr
         v.i, v.ctr = b.add(i, _c(lead)), ctrs.add(em, c, lead)
         v.blocks = advance(fn, c, i, v.blocks, derive=True, g=lead)
-    base = em.gep(fn.out, b.shl(b.sub(v.i, _c(lead)), _c(4)))
-    gh = GroupHash(fn, lambda k: em.load(base, 16 * w * k, w), v.s,
+    i, s, c = v.i, v.s, v.ctr
+    if lag == 2:  # the last group's iteration hashes both stored groups
+        base = em.gep(fn.out, b.shl(b.sub(i, _c(2 * lead)), _c(4)))
+        s, _ = stitched_group(fn, i, s, v.blocks, base, g=lead, hash_g=2 * lead)
+        i, c = b.add(i, _c(lead)), ctrs.add(em, c, lead)
+    base = em.gep(fn.out, b.shl(b.sub(i, _c(lead)), _c(4)))
+    gh = GroupHash(fn, lambda k: em.load(base, 16 * w * k, w), s,
                    lambda k: (fn.f.power(fn.ctx, lead - k * w, w),), lead // w)
     for _ in gh.steps():
         pass
     assert gh.sum is not None
     y = fn.f.gh.reduce(fn.f.gh.fold_parts(gh.sum))
-    return [v.i, y, v.ctr]
+    return [i, y, c]
 
 
 def counting_region(fn: BulkFn, name: str, end: ir.Value, s0: ir.Value, ctr: ir.Value,

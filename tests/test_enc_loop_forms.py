@@ -1,0 +1,95 @@
+"""seal's loop forms that hash something other than the group just stored, from the output:
+the lead loop hashing the group stored two iterations back (`Backend.enc_lag` 2: vaes_avx2, and
+vaes_avx512's smaller groups under its lead of 32 when a backend row sets it), and the loop
+hashing the previous group from registers when the output is not 64-byte aligned
+(`Backend.enc_carry`: vaes_avx512, in its own function from CARRY_MIN_GROUPS groups).
+
+For each, in the default build, the split tail and the smallest group: every block count from
+one below the hand-over through three more groups, every remainder, partial final blocks, into
+outputs 0 and 5 bytes past a 64-byte boundary through the C ABI (guard bytes either side) and
+through the API (one piece, and the TLS record shape: payload then its type byte), against
+`cryptography`; then opened back.  The plain loop's hand-overs stay covered by
+test_kernels_blocks."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+from helpers import KEY_SIZES, TAG, addr_of, bind, oracle, rbytes, rng
+
+from vgkernels.api import AesGcm
+from vgkernels.backends import BY_NAME
+from vgkernels.kernels.bulk import LEAD_MIN_GROUPS, carries
+from vgkernels.kernels.common import Params
+from vgkernels.kernels.stitched import CARRY_MIN_GROUPS
+from vgkernels.variant import Variant
+
+FORMS = [b for b in BY_NAME.values() if b.enc_lag == 2 or b.enc_carry]
+# the default build, the split tail, and the smallest group (a lead group above it)
+CASES = [(b.name, v) for b in FORMS
+         for v in (Variant(), Variant(tail="split"), Variant(group=min(b.groups)))]
+
+
+def block_counts(name: str, variant: Variant) -> list[int]:
+    """From one block below the hand-over through three more groups of the loop."""
+    be = BY_NAME[name]
+    v = variant.resolved(be)
+    if carries(Params(be, v, "")):  # the carried function, for a misaligned output
+        g, start = v.group, CARRY_MIN_GROUPS * v.group
+    else:  # the lead function (enc_lead), from LEAD_MIN_GROUPS lead groups
+        g = max(be.groups)
+        start = LEAD_MIN_GROUPS * g
+    return list(range(start - 1, start + 3 * g + 2))
+
+
+def test_some_backend_has_the_forms():
+    assert any(b.enc_lag == 2 for b in FORMS) and any(b.enc_carry for b in FORMS), \
+        "a loop form this module tests is gone from the backend table"
+
+
+def _at(raw: bytearray, shift: int, n: int) -> memoryview:
+    """n bytes of raw starting ``shift`` bytes past a 64-byte boundary."""
+    off = -addr_of(raw) % 64 + shift
+    return memoryview(raw)[off:off + n]
+
+
+@pytest.mark.parametrize(("backend", "variant"), CASES, indirect=["backend"],
+                         ids=[f"{n}-{v.tag() if v.group else 'default'}" for n, v in CASES])
+def test_seal_every_block_count_through_the_loop_forms(backend, variant, kernel_sets):
+    kernel_sets(backend, variant)
+    seal_out = bind(backend, "seal_out", variant)
+    for nb in block_counts(backend, variant):
+        r = rng("forms", backend, nb)
+        partial = (0, nb % 15 + 1)[nb % 2]
+        key = rbytes(r, KEY_SIZES[nb % 3])
+        nonce = rbytes(r, 12 if nb % 5 else 16)  # 16: no public counter, the general path
+        aad = rbytes(r, (0, 13, 33)[nb % 3])
+        pt = rbytes(r, 16 * nb + partial)
+        n, want = len(pt), oracle(key, nonce, pt, aad)
+        where = (f"{backend} {variant} blocks={nb} partial={partial} key={len(key)} "
+                 f"nonce={len(nonce)}")
+        a = AesGcm(key, backend=backend, variant=variant)
+        assert a.encrypt(nonce, pt, aad) == want, where
+        assert a.decrypt(nonce, want, aad) == pt, where
+        raw = bytearray(n + 192)
+        for shift in (0, 5):
+            buf = _at(raw, shift, n)
+            buf[:] = pt
+            assert a.encrypt_in_place(nonce, buf, aad) == want[-TAG:], (where, shift)
+            assert bytes(buf) == want[:-TAG], (where, shift)
+            if n > 1:  # the record shape: payload, then its type byte
+                tag = a.encrypt_into(buf, nonce, [pt[:-1], pt[-1:]], aad, copy_below=False)
+                assert bytes(buf) + tag == want, (where, shift, "record")
+        # the C ABI into an output 0 or 5 bytes past a line, guard bytes either side
+        out = (ctypes.c_uint8 * (n + 192))()
+        base = (ctypes.addressof(out) + 63) & ~63
+        for shift in (64, 69):
+            ctypes.memset(out, 0xA5, n + 192)
+            tag = ctypes.create_string_buffer(TAG)
+            rc = seal_out(a.ctx, nonce, len(nonce), aad, len(aad), pt, base + shift, n, tag)
+            assert rc == 0, (where, shift)
+            got = ctypes.string_at(base + shift, n)
+            assert got + tag.raw == want, (where, shift)
+            around = ctypes.string_at(base, shift) + ctypes.string_at(base + shift + n, 64)
+            assert around == bytes([0xA5]) * (shift + 64), (where, shift, "wrote outside")
