@@ -24,7 +24,7 @@ from llvmlite import ir
 from .. import abi
 from ..ir import aes
 from ..ir import ctr as ctrs
-from ..ir.core import i1, i64, ptr, void
+from ..ir.core import i1, i64, ptr, void, zero
 from . import stitched
 from .common import NR, Fn, Params
 from .leftover import Leftover
@@ -58,6 +58,7 @@ class BulkFn:
                 else mode.symbol(nr, extra))
         self.f = Fn(module, params, name, void, mode.arg_types(extra))
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
+        self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         self.f.fn.attributes.add("noinline")
         self.em, self.b = self.f.em, self.f.b
         self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
@@ -125,8 +126,16 @@ class BulkFn:
         if split:
             enter = b.and_(enter, b.icmp_unsigned(">=", stitch_end, _c(2 * g)))
         end = stitch_end if mode.stitched else nb
-        i, s, c = em.if_else_values(enter, lambda: mode.region(self, end, s0, ctr),
-                                    lambda: [_c(0), s0, ctr], "region")
+        if self.carry:  # the pending group's vectors too, joined (zero where not entered)
+            def region() -> list:
+                out = mode.region(self, end, s0, ctr)
+                return [*out, self.pending_vectors]
+            i, s, c, held = em.if_else_values(
+                enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * self.p.v], "region")
+            self.pending_vectors = held
+        else:
+            i, s, c = em.if_else_values(enter, lambda: mode.region(self, end, s0, ctr),
+                                        lambda: [_c(0), s0, ctr], "region")
         pending = enter if mode.stitched else None
         if split:
             y, c = em.if_else_values(

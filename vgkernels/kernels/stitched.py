@@ -254,10 +254,10 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
 
 
 # From how many groups an output that is not 64-byte aligned takes `_enc_carried`
-# (`BulkFn.call_carry`): from 2 (1 KiB on vaes_avx512) it measured 1.00-1.04 against the
-# reloading loop, from 3 0.95-1.0 at 1.5 KiB and 0.97 at 2 KiB (same-run A/B, output 5 past
-# a line).
-CARRY_MIN_GROUPS = 3
+# (`BulkFn.call_carry`): from the first, where the stitched region starts.  With the
+# leftover's pending group held too, 512 B-2 KiB measured 0.92-0.99 against the reloading
+# loop (vaes_avx512, same-run A/B, output 5 past a line); without it, from 2 groups 1.00-1.04.
+CARRY_MIN_GROUPS = 1
 
 
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
@@ -268,7 +268,9 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     crosses a cache line (18.5 ticks against 9.6); the one-back loop's reloads then cost
     vaes_avx512 8-17% at 4-16 KiB.  Not the form for every output: carried, the 8 vectors
     take registers from the round keys (4 more spill reloads per iteration), and an aligned
-    seal measured 1-2.4% slower at 16-64 KiB and 9-21% at 1 KiB when LLVM did the same."""
+    seal measured 1-2.4% slower at 16-64 KiB and 9-21% at 1 KiB when LLVM did the same.
+    The last group's vectors go to the leftover (``fn.pending_vectors``), which hashes the
+    pending group from them instead of reloading it."""
     em, b, g = fn.em, fn.b, fn.p.g
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0) as v:
@@ -278,6 +280,7 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
                                outputs=outs)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
         v.blocks, v.prev = derived(fn, blocks[0]), outs
+    fn.pending_vectors = list(v.prev)  # the leftover hashes them from here, too
     return [v.i, v.s, v.ctr]
 
 
