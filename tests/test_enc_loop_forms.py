@@ -1,12 +1,12 @@
 """seal's loop forms that hash something other than the group just stored, from the output:
 the lead loop hashing the group stored two iterations back (`Backend.enc_lag` 2: vaes_avx2, and
 vaes_avx512's smaller groups under its lead of 32 when a backend row sets it), and the loop
-hashing the previous group from registers when the output is not 64-byte aligned
+hashing the previous group from registers when the output is not 32-byte aligned
 (`Backend.enc_carry`: vaes_avx512, in its own function from CARRY_MIN_GROUPS groups).
 
 For each, in the default build, the split tail and the smallest group: every block count from
 one below the hand-over through three more groups, every remainder, partial final blocks, into
-outputs 0 and 5 bytes past a 64-byte boundary through the C ABI (guard bytes either side) and
+outputs 0, 5 and 32 bytes past a 64-byte boundary through the C ABI (guard bytes either side) and
 through the API (one piece, and the TLS record shape: payload then its type byte), against
 `cryptography`; then opened back.  The plain loop's hand-overs stay covered by
 test_kernels_blocks."""
@@ -73,7 +73,7 @@ def test_seal_every_block_count_through_the_loop_forms(backend, variant, kernel_
         assert a.encrypt(nonce, pt, aad) == want, where
         assert a.decrypt(nonce, want, aad) == pt, where
         raw = bytearray(n + 192)
-        for shift in (0, 5):
+        for shift in (0, 5, 32):
             buf = _at(raw, shift, n)
             buf[:] = pt
             assert a.encrypt_in_place(nonce, buf, aad) == want[-TAG:], (where, shift)
@@ -81,11 +81,11 @@ def test_seal_every_block_count_through_the_loop_forms(backend, variant, kernel_
             if n > 1:  # the record shape: payload, then its type byte
                 tag = a.encrypt_into(buf, nonce, [pt[:-1], pt[-1:]], aad, copy_below=False)
                 assert bytes(buf) + tag == want, (where, shift, "record")
-        # the C ABI into an output 0 or 5 bytes past a line, guard bytes either side
-        out = (ctypes.c_uint8 * (n + 192))()
+        # the C ABI into an output 0, 5 or 32 bytes past a line, guard bytes either side
+        out = (ctypes.c_uint8 * (n + 256))()
         base = (ctypes.addressof(out) + 63) & ~63
-        for shift in (64, 69):
-            ctypes.memset(out, 0xA5, n + 192)
+        for shift in (64, 69, 96):
+            ctypes.memset(out, 0xA5, n + 256)
             tag = ctypes.create_string_buffer(TAG)
             rc = seal_out(a.ctx, nonce, len(nonce), aad, len(aad), pt, base + shift, n, tag)
             assert rc == 0, (where, shift)

@@ -248,12 +248,12 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
             v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
             v.blocks, v.started = nblk, st2 or []
         return [v.i, v.s, v.ctr]
-    if fn.carry:  # an output not 64-byte aligned (`BulkFn.call_carry`)
+    if fn.carry:  # an output not 32-byte aligned (`BulkFn.call_carry`)
         return _enc_carried(fn, end, s1, c1, nxt1, out0)
     return one_back()
 
 
-# From how many groups an output that is not 64-byte aligned takes `_enc_carried`
+# From how many groups an output that is not 32-byte aligned takes `_enc_carried`
 # (`BulkFn.call_carry`): from the first, where the stitched region starts.  With the
 # leftover's pending group held too, 512 B-2 KiB measured 0.92-0.99 against the reloading
 # loop (vaes_avx512, same-run A/B, output 5 past a line); without it, from 2 groups 1.00-1.04.
@@ -263,7 +263,7 @@ CARRY_MIN_GROUPS = 1
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
                  nxt1: list[ir.Value], out0: list[ir.Value]) -> list[ir.Value]:
     """enc_region hashing the previous group from the registers it was stored from, not
-    reloaded from the output: for an output not 64-byte aligned.  A zmm store reloaded at once
+    reloaded from the output: for an output not 32-byte aligned.  A zmm store reloaded at once
     waits for store-to-load forwarding, which on Zen 4 takes twice as long when the vector
     crosses a cache line (18.5 ticks against 9.6); the one-back loop's reloads then cost
     vaes_avx512 8-17% at 4-16 KiB.  Not the form for every output: carried, the 8 vectors
