@@ -230,27 +230,25 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
                              outputs=out0)
     c1 = ctrs.add(em, ctr, g)
 
-    def one_back() -> list[ir.Value]:
-        with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
-                     i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
-            # blocks: counter blocks of the group at i (skewed: already begun, in started)
-            base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
-            if late:
-                blocks = checked(fn, v.ctr, v.i, v.blocks)
-                s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
-                nblk = derived(fn, blocks[0])
-            else:
-                nblk = advance(fn, v.ctr, v.i, v.blocks, derive=False)
-                if skewed:
-                    s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
-                else:
-                    s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
-            v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-            v.blocks, v.started = nblk, st2 or []
-        return [v.i, v.s, v.ctr]
     if fn.carry:  # an output not 32-byte aligned (`BulkFn.call_carry`)
         return _enc_carried(fn, end, s1, c1, nxt1, out0)
-    return one_back()
+    with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
+                 i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
+        # blocks: counter blocks of the group at i (skewed: already begun, in started)
+        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
+        if late:
+            blocks = checked(fn, v.ctr, v.i, v.blocks)
+            s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
+            nblk = derived(fn, blocks[0])
+        else:
+            nblk = advance(fn, v.ctr, v.i, v.blocks, derive=False)
+            if skewed:
+                s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
+            else:
+                s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
+        v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
+        v.blocks, v.started = nblk, st2 or []
+    return [v.i, v.s, v.ctr]
 
 
 # From how many groups an output that is not 32-byte aligned takes `_enc_carried`
