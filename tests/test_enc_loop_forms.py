@@ -1,8 +1,8 @@
 """seal's loop forms that hash something other than the group just stored, from the output:
 the lead loop hashing the group stored two iterations back (`Backend.enc_lag` 2: vaes_avx2, and
 vaes_avx512's smaller groups under its lead of 32 when a backend row sets it), and the loop
-hashing the previous group from registers when the output is not 32-byte aligned
-(`Backend.enc_carry`: vaes_avx512, in its own function from CARRY_MIN_GROUPS groups).
+hashing the previous group from registers (`Backend.enc_carry`: vaes_avx512, in its own
+function from CARRY_MIN_GROUPS groups).
 
 For each, in the default build, the split tail and the smallest group: every block count from
 one below the hand-over through three more groups, every remainder, partial final blocks, into
@@ -35,7 +35,7 @@ def block_counts(name: str, variant: Variant) -> list[int]:
     """From one block below the hand-over through three more groups of the loop."""
     be = BY_NAME[name]
     v = variant.resolved(be)
-    if carries(Params(be, v, "")):  # the carried function, for a misaligned output
+    if carries(Params(be, v, "")):  # the carried function, from a group
         g, start = v.group, CARRY_MIN_GROUPS * v.group
     else:  # the lead function (enc_lead), from LEAD_MIN_GROUPS lead groups
         g = max(be.groups)

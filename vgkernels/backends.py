@@ -29,7 +29,7 @@ class Backend:
     karatsuba: bool = False  # default GHASH multiply: 3 (Karatsuba) or 4 carry-less products
     skew: int = 0  # default rounds of the next group begun early in the stitched loop
     enc_lag: int = 1  # enc's lead loop hashes the group stored this many iterations back
-    enc_carry: bool = False  # enc hashes the previous group from registers for a misaligned out
+    enc_carry: bool = False  # enc hashes the previous group from registers, not reloaded
     stitch_min: int | None = None  # default blocks before the stitched loop (None: 2 x group)
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend

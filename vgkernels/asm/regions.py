@@ -2,8 +2,10 @@
 ``vgkernels predict`` runs through llvm-mca and the bench counts for its instruction-mix bound).
 
 - ``stitch``: the steady-state stitched loop of the encrypting bulk function (AES-128,
-  ``vg.bulk.enc.10``): the first loop in layout order (the region comes before the leftover
-  chunk in the generator), its hot path (the counter's rare carry branch not taken).
+  ``vg.bulk.enc.10``, or the function it hands a group and more to, ``vg.bulk.encreg.10``,
+  where a backend has one: `Backend.enc_carry`): the first loop in layout order (the region
+  comes before the leftover chunk in the generator), its hot path (the counter's rare carry
+  branch not taken).
 - ``leftover``: the leftover chunk's loop in the same function (the next loop: u vectors of
   ``min(group / width, 4)`` per iteration).
 - ``key_setup``: the loop of ``<prefix>_key_init`` that builds the table of H powers (the
@@ -91,7 +93,8 @@ def regions(text: str, prefix: str, backend: Backend, variant: Variant,
     """The stitch, leftover, key_setup, ctr and ghash regions of a backend's assembly."""
     v = variant.resolved(backend)
     fns = cfg.functions(text)
-    enc = f"vg.bulk.enc.{nr}"
+    enc = next((f for f in (f"vg.bulk.encreg.{nr}", f"vg.bulk.enc.{nr}") if f in fns),
+               f"vg.bulk.enc.{nr}")
     if enc not in fns:
         raise ValueError(f"no function {enc} in the assembly")
     w = backend.width

@@ -230,7 +230,7 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
                              outputs=out0)
     c1 = ctrs.add(em, ctr, g)
 
-    if fn.carry:  # an output not 32-byte aligned (`BulkFn.call_carry`)
+    if fn.carry:  # the carried function (`BulkFn.call_carry`)
         return _enc_carried(fn, end, s1, c1, nxt1, out0)
     with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
@@ -251,7 +251,7 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     return [v.i, v.s, v.ctr]
 
 
-# From how many groups an output that is not 32-byte aligned takes `_enc_carried`
+# From how many groups seal takes `_enc_carried`
 # (`BulkFn.call_carry`): from the first, where the stitched region starts.  With the
 # leftover's pending group held too, 512 B-2 KiB measured 0.92-0.99 against the reloading
 # loop (vaes_avx512, same-run A/B, output 5 past a line); without it, from 2 groups 1.00-1.04.
@@ -261,14 +261,16 @@ CARRY_MIN_GROUPS = 1
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
                  nxt1: list[ir.Value], out0: list[ir.Value]) -> list[ir.Value]:
     """enc_region hashing the previous group from the registers it was stored from, not
-    reloaded from the output: for an output not 32-byte aligned.  A zmm store reloaded at once
-    waits for store-to-load forwarding, which on Zen 4 takes twice as long when the vector
-    crosses a cache line (18.5 ticks against 9.6); the one-back loop's reloads then cost
-    vaes_avx512 8-17% at 4-16 KiB.  Not the form for every output: carried, the 8 vectors
-    take registers from the round keys (4 more spill reloads per iteration), and an aligned
-    seal measured 1-2.4% slower at 16-64 KiB and 9-21% at 1 KiB when LLVM did the same.
-    The last group's vectors go to the leftover (``fn.pending_vectors``), which hashes the
-    pending group from them instead of reloading it."""
+    reloaded from the output.  A zmm store reloaded at once waits for store-to-load
+    forwarding: on Zen 4 twice as long when the vector crosses a cache line (18.5 ticks
+    against 9.6), and the one-back loop's reloads cost vaes_avx512 8-17% at 4-16 KiB there.
+    On Zen 5 they cost an aligned output too: carried, seal measured 0.92-0.95 of the
+    reloading loop at 512 B-64 KiB, 64-byte aligned or 32 past a line.  So every output
+    takes this loop, though the 8 vectors take registers from the round keys (4 more spill
+    reloads per iteration): on Zen 4, at 32 past a line where the reloads forwarded at full
+    speed, it measured 1.003-1.010 of the reloading loop.  The last group's vectors go to
+    the leftover (``fn.pending_vectors``), which hashes the pending group from them instead
+    of reloading it."""
     em, b, g = fn.em, fn.b, fn.p.g
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0) as v:
