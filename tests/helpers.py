@@ -92,8 +92,8 @@ def engine_variants(name: str) -> list[Variant]:
     deepest skew (next group's AES rounds begun early), and a middling skew; default tail and
     group, smallest group for the second so group and skew interact."""
     be = BY_NAME[name]
-    return [Variant(karatsuba=not be.karatsuba, skew=9),
-            Variant(group=min(be.groups), karatsuba=be.karatsuba, skew=3)]
+    return [Variant(karatsuba=not be.karatsuba_for(), skew=9),
+            Variant(group=min(be.groups), karatsuba=be.karatsuba_for(), skew=3)]
 
 
 def variant_id(v: Variant) -> str:

@@ -40,7 +40,7 @@ def test_param_mix_matches_the_kernels_assembly(backend):
     assert km == pm
     be = get(backend)
     assert km.aes == ((be.width, be.group // be.width * 10),)
-    assert km.clmul_count() == be.group // be.width * (3 if be.karatsuba else 4) + 2
+    assert km.clmul_count() == be.group // be.width * (3 if be.karatsuba_for() else 4) + 2
 
 
 @pytest.mark.parametrize("backend", VECTOR)

@@ -87,3 +87,48 @@ def test_old_samples_get_their_columns(tmp_path):
         "split", 8, 16, True, 6]
     assert got.loc[1, list(FIELDS)].isna().all()
     assert str(got["group"].dtype) == "Int64" and str(got["karatsuba"].dtype) == "boolean"
+
+
+# -- the GHASH multiply's default follows the CPU the code is scheduled for --------------------
+
+@pytest.mark.parametrize("be", BACKENDS, ids=lambda b: b.name)
+def test_karatsuba_default_follows_the_cpu(be):
+    """Karatsuba where the multiplies share the AES pipes (AMD, generic names), schoolbook
+    where (V)PCLMULQDQ has a port of its own (Intel): for each, the default build keeps the
+    plain prefix and the other multiply is a named variant."""
+    for cpu, kara in (("znver3", be.karatsuba), ("x86-64-v3", be.karatsuba),
+                      ("sapphirerapids", False), ("icelake-server", False)):
+        d = Variant().resolved(be, cpu)
+        assert d.karatsuba is kara
+        assert symbol_prefix(be, Variant(), cpu) == f"vg_{be.name}"
+        other = symbol_prefix(be, Variant(karatsuba=not kara), cpu)
+        assert other != f"vg_{be.name}" and other.endswith("_k") is (not kara)
+    assert Variant().resolved(be).karatsuba is be.karatsuba_for()
+
+
+def test_x86_backends_default_to_karatsuba_on_amd():
+    assert [b.name for b in BACKENDS if b.karatsuba] == [
+        b.name for b in BACKENDS if b.prims == "x86"]
+
+
+def test_intel_cpu_names_are_names_llvm_knows():
+    """A misspelt name in CLMUL_OWN_PORT would silently keep Karatsuba on that CPU; LLVM warns
+    on stderr about a processor it does not know (the last name proves the check can fail)."""
+    import subprocess
+    import sys
+
+    from vgkernels.backends import CLMUL_OWN_PORT
+
+    code = ("import sys, llvmlite.binding as llvm\n"
+            "llvm.initialize_native_target(); llvm.initialize_native_asmprinter()\n"
+            "t = llvm.Target.from_default_triple()\n"
+            "for n in sys.argv[1:]:\n"
+            "    t.create_target_machine(cpu=n).emit_assembly("
+            "llvm.parse_assembly('define i32 @f() { ret i32 0 }'))\n"
+            "    print(n, file=sys.stderr, flush=True)\n")
+    names = sorted(CLMUL_OWN_PORT)
+    out = subprocess.run([sys.executable, "-c", code, *names, "rocketlakee"],
+                         capture_output=True, text=True, timeout=120).stderr
+    unknown = [line.split("'")[1] for line in out.splitlines()
+               if "not a recognized processor" in line]
+    assert set(unknown) == {"rocketlakee"}, out

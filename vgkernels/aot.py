@@ -55,7 +55,7 @@ def export(backend: str | Backend, out_dir: str | Path, variant: Variant | None 
            cpu_name: str | None = None) -> tuple[Path, Path]:
     """Write <prefix>.o and <prefix>.h into out_dir; returns their paths."""
     be = backend if isinstance(backend, Backend) else get(backend)
-    prefix, text = generate(be, variant)
+    prefix, text = generate(be, variant, cpu=cpu_name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     obj = out / f"{prefix}.o"

@@ -45,11 +45,11 @@ def _backend(name: str, usable: bool = False):
     return backends.get(name)
 
 
-def _variant(be, text: str | None):
-    """A resolved Variant from ``--variant`` text (UsageError when it does not fit the
-    backend)."""
+def _variant(be, text: str | None, cpu: str | None = None):
+    """A resolved Variant from ``--variant`` text, its defaults those for LLVM CPU ``cpu``
+    (UsageError when it does not fit the backend)."""
     try:
-        return Variant.parse(text).resolved(be)
+        return Variant.parse(text).resolved(be, cpu)
     except (ValueError, TypeError) as e:
         raise UsageError(f"--variant {text!r}: {e}") from None
 
@@ -174,7 +174,8 @@ def _tune(argv: list[str]) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     be = _backend(args.backend)
-    obj, hdr = aot.export(be, args.dir, _variant(be, args.variant), cpu_name(be, args.cpu))
+    cpu_ = cpu_name(be, args.cpu)
+    obj, hdr = aot.export(be, args.dir, _variant(be, args.variant, cpu_), cpu_)
     print(obj)
     print(hdr)
     return 0
@@ -184,7 +185,8 @@ def _asm(args: argparse.Namespace) -> int:
     be = _backend(args.backend)
     if args.against:
         return _asm_against(be, args)
-    prefix, text = listing.text(be, _variant(be, args.variant), args.cpu, ir=args.ir)
+    prefix, text = listing.text(be, _variant(be, args.variant, cpu_name(be, args.cpu)),
+                                args.cpu, ir=args.ir)
     if args.function:
         try:
             text = listing.pick(listing.functions(text, ir=args.ir), prefix, args.function)

@@ -36,8 +36,9 @@ def text(backend: str | Backend, variant: Variant | None = None, cpu: str | None
          ir: bool = False) -> tuple[str, str]:
     """(symbol prefix, optimised assembly or IR) of a backend's kernels."""
     be = backend if isinstance(backend, Backend) else get(backend)
-    prefix, source = generate(be, variant)
-    tm = jit.target_machine(be.llvm_features, cpu_name(be, cpu))
+    name = cpu_name(be, cpu)
+    prefix, source = generate(be, variant, cpu=name)
+    tm = jit.target_machine(be.llvm_features, name)
     module = jit.optimise(source, tm)
     return prefix, (str(module) if ir else tm.emit_assembly(module))
 
@@ -113,8 +114,8 @@ def compare(ours: str, our_prefix: str, theirs: str, their_prefix: str) -> list[
 def assembly(backend: Backend, variant: Variant, cpu: str) -> tuple[str, str]:
     """(prefix, assembly) of a backend's kernels compiled for ``cpu`` (scheduled for it,
     with the backend's features), cached on disk next to the objects (keyed like them)."""
-    v = variant.resolved(backend)
-    prefix, text = generate(backend, v)
+    v = variant.resolved(backend, cpu)
+    prefix, text = generate(backend, v, cpu=cpu)
     return prefix, assembly_of(prefix, text, backend.llvm_features, cpu)
 
 

@@ -37,7 +37,8 @@ class Variant:
     tail: Tail = Tail.FULL
     group: int | None = None  # blocks per stitched iteration; None: the backend's default
     stitch_min: int | None = None  # blocks below which the stitched loop is not entered
-    karatsuba: bool | None = None  # 3 multiplies per block instead of 4; None: backend default
+    karatsuba: bool | None = None  # 3 multiplies per block instead of 4; None: the default
+    # of the backend on the CPU the code is scheduled for (`Backend.karatsuba_for`)
     skew: int | None = None  # AES rounds of the next group begun in this iteration (enc)
 
     def __post_init__(self) -> None:
@@ -46,8 +47,10 @@ class Variant:
         except ValueError:
             raise ValueError(f"tail must be 'full' or 'split', not {self.tail!r}") from None
 
-    def resolved(self, be: Backend) -> Variant:
-        """Every field set: the backend's defaults where this variant left one open."""
+    def resolved(self, be: Backend, cpu: str | None = None) -> Variant:
+        """Every field set: the backend's defaults where this variant left one open, for code
+        scheduled for LLVM CPU ``cpu`` (None: the backend's own, the host unless it names
+        one)."""
         g = self.group or be.group
         if g not in be.groups:
             raise ValueError(f"{be.name}: group {g} not in {be.groups}")
@@ -59,7 +62,7 @@ class Variant:
             sm = 2 * g
         if not g <= sm <= 2 * g:
             raise ValueError(f"stitch_min must lie in [group, 2*group] = [{g}, {2 * g}], got {sm}")
-        ka = be.karatsuba if self.karatsuba is None else bool(self.karatsuba)
+        ka = be.karatsuba_for(cpu) if self.karatsuba is None else bool(self.karatsuba)
         sk = be.skew if self.skew is None else int(self.skew)
         if not 0 <= sk <= 9:
             raise ValueError(f"skew must lie in 0..9 rounds, got {sk}")
@@ -134,13 +137,14 @@ def columns_of_tag(text: Any) -> dict[str, Any]:
 
 # -- symbol names ------------------------------------------------------------------------------
 
-def symbol_prefix(backend: Backend, variant: Variant) -> str:
-    """``vg_<backend>`` for the backend's default variant; otherwise every field, one letter
+def symbol_prefix(backend: Backend, variant: Variant, cpu: str | None = None) -> str:
+    """``vg_<backend>`` for the backend's default variant on LLVM CPU ``cpu`` (see
+    `Variant.resolved`); otherwise every field, one letter
     each: ``vg_<backend>_<tail>_g<group>_s<stitch_min>_r<skew>`` plus ``_k`` with Karatsuba
     (r: AES rounds of the next group begun early; not w, which means vector width elsewhere)."""
     base = f"vg_{backend.name}"
-    v = variant.resolved(backend)
-    if v == Variant().resolved(backend):
+    v = variant.resolved(backend, cpu)
+    if v == Variant().resolved(backend, cpu):
         return base
     k = "_k" if v.karatsuba else ""
     return f"{base}_{v.tail}_g{v.group}_s{v.stitch_min}_r{v.skew}{k}"

@@ -147,7 +147,7 @@ def _add_bounds(bench: _Bench, backend: str) -> None:
     mix = bound.kernel_mix(backend)
     full = bound.mix_loop(mix, be.width)
     ctr = bound.mix_loop(mix, be.width, aes_only=True)
-    floor = bound.FloorChain(be.width, karatsuba=bool(get(backend).karatsuba))
+    floor = bound.FloorChain(be.width, karatsuba=be.karatsuba_for())
     lib = _bound_library(be.width, [full, ctr], [floor])
     bench.keep.append(lib)
     scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)

@@ -110,9 +110,9 @@ def check_backend(backend: str | Backend, variant: Variant | None = None,
                   cpu: str | None = None) -> Report:
     """Constant-time check of a backend's kernels (any backend, whatever the host has)."""
     be = backend if isinstance(backend, Backend) else get(backend)
-    v = (variant or Variant()).resolved(be)
-    prefix, text = generate(be, v)
     cpu = cpu or be.llvm_cpu or CHECK_CPU
+    v = (variant or Variant()).resolved(be, cpu)
+    prefix, text = generate(be, v, cpu=cpu)
     t0 = time.perf_counter()
     opt, obj = optimised(text, be.llvm_features, cpu)
     r = check_ir(be.name, v.tag(), opt, prefix, obj, cpu)

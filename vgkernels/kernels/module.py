@@ -12,11 +12,12 @@ from . import bulk, entries, gather, keysetup, short, stream
 from .common import Params
 
 
-def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None
-             ) -> tuple[str, str]:
-    """(prefix, IR text) of a backend's kernels."""
-    v = (variant or Variant()).resolved(backend)
-    prefix = prefix or symbol_prefix(backend, v)
+def generate(backend: Backend, variant: Variant | None = None, prefix: str | None = None,
+             cpu: str | None = None) -> tuple[str, str]:
+    """(prefix, IR text) of a backend's kernels, its defaults those for LLVM CPU ``cpu``
+    (None: the CPU the backend compiles for)."""
+    v = (variant or Variant()).resolved(backend, cpu)
+    prefix = prefix or symbol_prefix(backend, v, cpu)
     module = ir.Module(name=prefix)
     params = Params(backend, v, prefix)
     bulk.build_all(module, params)

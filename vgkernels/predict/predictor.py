@@ -36,7 +36,7 @@ class Result:
 def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
             regions: Sequence[str] = REGIONS) -> list[Result]:
     be = backend if isinstance(backend, Backend) else get(backend)
-    v = (variant or Variant()).resolved(be)
+    v = (variant or Variant()).resolved(be, cpu)
     prefix, text = assembly(be, v, cpu)
     found = asm_regions.regions(text, prefix, be, v)
     tool = mca.find()
@@ -50,10 +50,11 @@ def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
     return out
 
 
-def sweep_variants(be: Backend) -> list[tuple[str, Variant]]:
-    """The variants a prediction table covers: the default, every other group size,
-    Karatsuba flipped, skew 0 / 6 (whichever is not the default), stitch_min = group."""
-    d = Variant().resolved(be)
+def sweep_variants(be: Backend, cpu: str | None = None) -> list[tuple[str, Variant]]:
+    """The variants a prediction table covers on LLVM CPU ``cpu``: the default, every other
+    group size, Karatsuba flipped, skew 0 / 6 (whichever is not the default), stitch_min =
+    group."""
+    d = Variant().resolved(be, cpu)
     out: list[tuple[str, Variant]] = [("default", Variant())]
     out += [(f"group={g}", Variant(group=g)) for g in be.groups if g != d.group]
     out.append((f"karatsuba={not d.karatsuba}", Variant(karatsuba=not d.karatsuba)))
@@ -113,7 +114,7 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
             if backends is not None and be.name not in backends:
                 continue
             if variants == "sweep":
-                vs = sweep_variants(be)
+                vs = sweep_variants(be, cpu)
             elif variants == "default":
                 vs = [("default", Variant())]
             else:

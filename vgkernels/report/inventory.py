@@ -40,7 +40,7 @@ def backend_table() -> pd.DataFrame:
         "llvm_cpu": getattr(b, "llvm_cpu", None) or "host", "width": b.width,
         "group": b.group, "groups": ", ".join(map(str, b.groups)),
         "features": ", ".join(sorted(b.features)) or "-", "two_slice": b.two_slice,
-        "masked": b.masked, "karatsuba": b.karatsuba, "skew": b.skew,
+        "masked": b.masked, "karatsuba": b.karatsuba_for(), "skew": b.skew,
         "copy_below": f"{b.copy_below[0]}, {b.copy_below[1]}", "notes": b.notes}
         for b in BACKENDS])
 
