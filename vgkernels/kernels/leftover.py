@@ -90,8 +90,8 @@ class Leftover:
         def hashed():
             base = em.gep(fn.out, b.shl(b.sub(c.j, _c(g)), _c(4)))
             held = fn.pending_vectors  # the carried loop's: not reloaded (`_enc_carried`)
-            gh = GroupHash(fn, (lambda k: held[k]) if held else
-                           (lambda k: em.load(base, 16 * w * k, w)), self.s,
+            gh = GroupHash(fn, lambda k: held[k] if k < len(held) else
+                           em.load(base, 16 * w * k, w), self.s,
                            lambda k: (self.power(_c(k * w), w),))
             for _ in gh.steps():
                 pass

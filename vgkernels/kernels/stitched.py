@@ -124,8 +124,10 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
     steps: Iterator = iter(())
     if ghash_base is not None or hash_vectors is not None:
         hg = g if hash_g is None else hash_g
-        src = ((lambda k: hash_vectors[k]) if hash_vectors is not None
-               else (lambda k: em.load(ghash_base, 16 * w * k, w)))
+        held = hash_vectors or []
+
+        def src(k: int) -> ir.Value:  # the held vectors first, the rest from ghash_base
+            return held[k] if k < len(held) else em.load(ghash_base, 16 * w * k, w)
         gh = GroupHash(fn, src, s, broadcast_powers(fn, hg), hg // w)
         steps = gh.steps(reduce=True)
     out, (_, begun) = interleave(cur, steps, nxt)
@@ -256,6 +258,12 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
 # leftover's pending group held too, 512 B-2 KiB measured 0.92-0.99 against the reloading
 # loop (vaes_avx512, same-run A/B, output 5 past a line); without it, from 2 groups 1.00-1.04.
 CARRY_MIN_GROUPS = 1
+# The last vectors of each group the carried loop reloads from the output instead of holding
+# (hashed last, so stored an iteration before).  Held, LLVM spills the last one: a store to a
+# fixed stack slot every iteration, and when that slot's page offset matches a load the
+# loop repeats (4K aliasing) seal runs 12-23% slower at one 64-byte window of stack offsets
+# (Sapphire Rapids, issue 12 target 4).
+CARRY_RELOADED = 1
 
 
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
@@ -272,14 +280,16 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     the leftover (``fn.pending_vectors``), which hashes the pending group from them instead
     of reloading it."""
     em, b, g = fn.em, fn.b, fn.p.g
+    held = fn.p.v - CARRY_RELOADED
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
-                 i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0) as v:
+                 i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0[:held]) as v:
         blocks = checked(fn, v.ctr, v.i, v.blocks)
         outs: list[ir.Value] = []
-        s2, _ = stitched_group(fn, v.i, v.s, blocks, None, hash_vectors=list(v.prev),
+        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
+        s2, _ = stitched_group(fn, v.i, v.s, blocks, base, hash_vectors=list(v.prev),
                                outputs=outs)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-        v.blocks, v.prev = derived(fn, blocks[0]), outs
+        v.blocks, v.prev = derived(fn, blocks[0]), outs[:held]
     fn.pending_vectors = list(v.prev)  # the leftover hashes them from here, too
     return [v.i, v.s, v.ctr]
 
