@@ -93,3 +93,29 @@ def test_seal_every_block_count_through_the_loop_forms(backend, variant, kernel_
             assert got + tag.raw == want, (where, shift)
             around = ctypes.string_at(base, shift) + ctypes.string_at(base + shift + n, 64)
             assert around == bytes([0xA5]) * (shift + 64), (where, shift, "wrote outside")
+
+
+@pytest.mark.parametrize("cpu", ["sapphirerapids", "znver4"])
+def test_carried_loop_stores_nothing_to_the_stack(cpu):
+    """The carried loop's only stores are the output's: a spill stored every iteration to a
+    fixed stack slot 4K-aliased with a load at one window of the caller's stack offsets (seal
+    1.16x on Sapphire Rapids), so the group's last vector is reloaded from the output
+    (`stitched.CARRY_RELOADED`).  Checked in the machine code for an Intel and an AMD CPU
+    (either host)."""
+    import re
+
+    from vgkernels import listing
+    from vgkernels.asm import regions
+
+    for be in (b for b in FORMS if b.enc_carry):
+        v = Variant().resolved(be, cpu)
+        prefix, text = listing.assembly(be, v, cpu)
+        loop = regions.regions(text, prefix, be, v)["stitch"].text
+        ops = [ln.split(None, 1) for ln in loop.splitlines()
+               if ln.strip() and not ln.strip().startswith((".", "#"))
+               and not ln.strip().endswith(":")]
+        stores = [" ".join(op) for op in ops if len(op) == 2
+                  and re.search(r"\(%r[sb]p\)$", op[1].split(",")[-1].strip())]
+        assert not stores, f"{be.name} on {cpu}: stack stores in the carried loop: {stores}"
+        assert sum(1 for op in ops if op[0].startswith("vmovdqu")
+                   and re.search(r"\(%r\w+,%r\w+\)$", op[1])) >= v.group // be.width

@@ -276,9 +276,10 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     reloading loop at 512 B-64 KiB, 64-byte aligned or 32 past a line.  So every output
     takes this loop, though the 8 vectors take registers from the round keys (4 more spill
     reloads per iteration): on Zen 4, at 32 past a line where the reloads forwarded at full
-    speed, it measured 1.003-1.010 of the reloading loop.  The last group's vectors go to
-    the leftover (``fn.pending_vectors``), which hashes the pending group from them instead
-    of reloading it."""
+    speed, it measured 1.003-1.010 of the reloading loop.  The last CARRY_RELOADED vectors
+    are reloaded all the same, an iteration after their store (no spill store in the loop).
+    The last group's held vectors go to the leftover (``fn.pending_vectors``), which hashes
+    the pending group from them and reloads the rest."""
     em, b, g = fn.em, fn.b, fn.p.g
     held = fn.p.v - CARRY_RELOADED
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
