@@ -54,8 +54,8 @@ class Backend:
 # LLVM CPU names of Intel cores (Haswell on) whose (V)PCLMULQDQ has a port of its own (5)
 # while AES runs on ports 0/1: Karatsuba's extra shuffle and XOR per vector take ALU slots
 # the AES rounds need, to save a multiply that was nearly free.  Measured on Sapphire Rapids
-# (LLVM says rocketlake, by its model number): schoolbook seal and open 0.90-1.00x of
-# Karatsuba on every x86 backend (design notes).  AMD's Zen cores run both on the same two
+# (LLVM says rocketlake, by its model number): schoolbook seal and open 0.91-1.0x of
+# Karatsuba on the AVX backends (design notes).  AMD's Zen cores run both on the same two
 # pipes, where Karatsuba measured 2-5% faster; generic CPU names keep it too.
 CLMUL_OWN_PORT = frozenset({
     "haswell", "broadwell", "skylake", "skylake-avx512", "skx", "cascadelake", "cooperlake",
