@@ -405,10 +405,12 @@ def _gep_offset(ins: Instr) -> int | None:
 
 
 def _is_verdict(ins: Instr, labels: Labels) -> bool:
-    """The one declassification: the tag check's ``icmp eq/ne i128 diff, 0`` over the whole
-    masked difference (its result, accept or reject, is public)."""
+    """The one declassification: the tag check's one compare of all 128 bits, ``icmp eq/ne
+    i128 diff, 0`` over the masked difference of a truncated tag or ``icmp eq/ne i128
+    computed, given`` for a whole one (its result, accept or reject, is public)."""
     return (ins.opcode == "icmp" and ins.icmp_pred in ("eq", "ne") and "tag" in labels
-            and re.search(r"icmp (?:samesign )?(?:eq|ne) i128 \S+, 0$", ins.text) is not None)
+            and re.search(r"icmp (?:samesign )?(?:eq|ne) i128 \S+, (?:0|%\S+)$", ins.text)
+            is not None)
 
 
 def analyse(ir_text: str, prefix: str, roles: dict[str, list[str]] | None = None

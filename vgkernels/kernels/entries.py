@@ -180,14 +180,18 @@ def build_open_out(module: ir.Module, params: Params, op: str = "open_out") -> N
     (t,) = em.if_else_values(
         short.fits(b, nl, al, ln, short.medium_blocks(params, DEC)),
         lambda: [short.call(e.f, DEC, [ctx, nonce, aad, al, inp, out, ln])], general, "short")
-    want = em.to_i128(t)
-    (given,) = em.if_else_values(
-        b.icmp_unsigned("==", tl, _c(16)),
-        lambda: [em.load_int(tag, 0, i128)],
-        lambda: [partial.load_partial(em, tag, tl)], "tag")
-    # constant time: one wide compare of the masked difference, no early exit
-    diff = b.and_(b.xor(want, given), partial.byte_mask128(em, tl))
-    bad = b.icmp_unsigned("!=", diff, ir.Constant(i128, 0))
+    # the tag as an i128 made in each branch: a vector's bitcast there lets the 16-byte
+    # compare stay a vector one (vpxor + vptest with SSE4.1)
+    def whole() -> list[ir.Value]:
+        return [b.icmp_unsigned("!=", em.to_i128(t), em.load_int(tag, 0, i128))]
+
+    def truncated() -> list[ir.Value]:
+        given = partial.load_partial(em, tag, tl)
+        diff = b.and_(b.xor(em.to_i128(t), given), partial.byte_mask128(em, tl))
+        return [b.icmp_unsigned("!=", diff, ir.Constant(i128, 0))]
+    # constant time: one wide compare of the (masked) difference, no early exit; the branch
+    # is on the tag's length, which is public
+    (bad,) = em.if_else_values(b.icmp_unsigned("==", tl, _c(16)), whole, truncated, "tag")
     with b.if_then(bad, likely=False):
         memset = em.intrinsic("llvm.memset.p0.i64", void, [ptr, i8, i64, i1])
         b.call(memset, [out, ir.Constant(i8, 0), ln, ir.Constant(i1, 0)])
