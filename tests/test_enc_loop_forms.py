@@ -110,10 +110,8 @@ def test_carried_loop_stores_nothing_to_the_stack(cpu):
     for be in (b for b in FORMS if b.enc_carry):
         v = Variant().resolved(be, cpu)
         prefix, text = listing.assembly(be, v, cpu)
-        loop = regions.regions(text, prefix, be, v)["stitch"].text
-        ops = [ln.split(None, 1) for ln in loop.splitlines()
-               if ln.strip() and not ln.strip().startswith((".", "#"))
-               and not ln.strip().endswith(":")]
+        loop = regions.regions(text, prefix, be, v)["stitch"]
+        ops = [ins.split(None, 1) for ins in loop.instructions]
         stores = [" ".join(op) for op in ops if len(op) == 2
                   and re.search(r"\(%r[sb]p\)$", op[1].split(",")[-1].strip())]
         assert not stores, f"{be.name} on {cpu}: stack stores in the carried loop: {stores}"

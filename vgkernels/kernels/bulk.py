@@ -130,7 +130,7 @@ class BulkFn:
             def region() -> list:
                 out = mode.region(self, end, s0, ctr)
                 return [*out, self.pending_vectors]
-            nheld = self.p.v - stitched.CARRY_RELOADED
+            nheld = stitched.carried_vectors(self)
             i, s, c, held = em.if_else_values(
                 enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * nheld], "region")
             self.pending_vectors = held

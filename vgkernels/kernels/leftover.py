@@ -84,14 +84,13 @@ class Leftover:
     def hash_stored_group(self, pending: ir.Value) -> None:
         """enc: GHASH of the G blocks before i, stored by the loop's last iteration."""
         fn, em, b, w, g = self.fn, self.em, self.b, self.fn.p.w, self.fn.p.g
-        from .stitched import GroupHash
+        from .stitched import GroupHash, held_then_loaded
         c = self.cur
 
         def hashed():
             base = em.gep(fn.out, b.shl(b.sub(c.j, _c(g)), _c(4)))
             held = fn.pending_vectors  # the carried loop's: not reloaded (`_enc_carried`)
-            gh = GroupHash(fn, lambda k: held[k] if k < len(held) else
-                           em.load(base, 16 * w * k, w), self.s,
+            gh = GroupHash(fn, held_then_loaded(fn, held, base), self.s,
                            lambda k: (self.power(_c(k * w), w),))
             for _ in gh.steps():
                 pass

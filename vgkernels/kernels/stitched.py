@@ -65,6 +65,14 @@ class GroupHash:
             yield
 
 
+def held_then_loaded(fn: BulkFn, held: list[ir.Value], base: ir.Value | None
+                     ) -> Callable[[int], ir.Value]:
+    """A group's vector k: from ``held`` (values in registers) while there are any, then
+    loaded from ``base`` (where the group was stored)."""
+    em, w = fn.em, fn.p.w
+    return lambda k: held[k] if k < len(held) else em.load(base, 16 * w * k, w)
+
+
 def interleave(rounds: Iterator[list[ir.Value]], *others: Iterator) -> tuple[list, list]:
     """Round-robin: after each AES round one step of each other generator, then the rest of
     them.  Returns (the last round's states, the last value each other generator yielded)."""
@@ -124,11 +132,8 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
     steps: Iterator = iter(())
     if ghash_base is not None or hash_vectors is not None:
         hg = g if hash_g is None else hash_g
-        held = hash_vectors or []
-
-        def src(k: int) -> ir.Value:  # the held vectors first, the rest from ghash_base
-            return held[k] if k < len(held) else em.load(ghash_base, 16 * w * k, w)
-        gh = GroupHash(fn, src, s, broadcast_powers(fn, hg), hg // w)
+        gh = GroupHash(fn, held_then_loaded(fn, hash_vectors or [], ghash_base), s,
+                       broadcast_powers(fn, hg), hg // w)
         steps = gh.steps(reduce=True)
     out, (_, begun) = interleave(cur, steps, nxt)
     if outputs is not None:
@@ -266,6 +271,11 @@ CARRY_MIN_GROUPS = 1
 CARRY_RELOADED = 1
 
 
+def carried_vectors(fn: BulkFn) -> int:
+    """How many vectors of a group the carried loop holds in registers."""
+    return fn.p.v - CARRY_RELOADED
+
+
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
                  nxt1: list[ir.Value], out0: list[ir.Value]) -> list[ir.Value]:
     """enc_region hashing the previous group from the registers it was stored from, not
@@ -281,7 +291,7 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     The last group's held vectors go to the leftover (``fn.pending_vectors``), which hashes
     the pending group from them and reloads the rest."""
     em, b, g = fn.em, fn.b, fn.p.g
-    held = fn.p.v - CARRY_RELOADED
+    held = carried_vectors(fn)
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0[:held]) as v:
         blocks = checked(fn, v.ctr, v.i, v.blocks)
