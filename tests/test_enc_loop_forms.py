@@ -100,8 +100,8 @@ def test_carried_loop_stores_nothing_to_the_stack(cpu):
     """The carried loop's only stores are the output's: a spill stored every iteration to a
     fixed stack slot 4K-aliased with a load at one window of the caller's stack offsets (seal
     1.16x on Sapphire Rapids), so the group's last vector is reloaded from the output
-    (`stitched.CARRY_RELOADED`).  Checked in the machine code for an Intel and an AMD CPU
-    (either host)."""
+    (`stitched.CARRY_RELOADED`, one more with Karatsuba).  Checked in the machine code for an
+    Intel and an AMD CPU (either host)."""
     import re
 
     from vgkernels import listing

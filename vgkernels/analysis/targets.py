@@ -4,8 +4,11 @@
 (bytes; for a remainder the blocks after whole groups are in ``detail``), ``measured``,
 ``reference`` (the bound, floor or comparison case, same unit), ``unit``, ``ratio`` =
 measured / reference, ``limit`` (the largest ratio the issue allows; for a limit in ns it is
-converted to a ratio of that row's reference) and ``holds``.  Every figure is the minimum over
-the samples (the case's best, which a busy neighbour on a shared machine can only raise).
+converted to a ratio of that row's reference) and ``holds``.  A figure is the minimum over
+the samples (the case's best, which a busy neighbour on a shared machine can only raise),
+except where two cases were timed side by side round after round (placement's confirmation,
+records and open against the sweeps' same-visit base): there the ratio is the median of the
+rounds' ratios, and measured / reference are the medians.
 Rows without a limit (``limit`` NaN, ``holds`` NA) are context, e.g. the AES-only bound.
 """
 
@@ -182,11 +185,37 @@ def placement(raw: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _pairs(raw: pd.DataFrame, parts: tuple[str, ...]) -> dict[tuple, pd.Series]:
+    """(backend, n, op) -> its same-round pair row (`bench.targets.paired_rows`), from the
+    first of ``parts`` that has one."""
+    out: dict[tuple, pd.Series] = {}
+    for part in reversed(parts):  # the first part wins
+        for _, r in _part(raw, f"{part}_paired").iterrows():
+            out[(r["backend"], int(r["n"]), r["op"])] = r
+    return out
+
+
+def _compared(target: int, check: str, be: str, n: int, op: str, mine: float, ref: float,
+              limit: float, pairs: dict[tuple, pd.Series], detail: str = "") -> dict:
+    """A row of ``op`` against its reference: the paired ratio where the run has one (the
+    medians as measured / reference, the minima's ratio in the detail), else the minima."""
+    pr = pairs.get((be, int(n), op))
+    if pr is None:
+        return _row(target, check, be, n, mine, ref, "ns", limit, detail=detail)
+    note = (f"paired over {int(pr['rounds'])} rounds [{pr['paired_lo']:.3f}, "
+            f"{pr['paired_hi']:.3f}], minima {mine / ref:.3f}")
+    return _row(target, check, be, n, float(pr["head_ns"]), float(pr["base_ns"]), "ns", limit,
+                detail=f"{detail}; {note}" if detail else note,
+                ratio=float(pr["paired_ratio"]))
+
+
 def records(raw: pd.DataFrame) -> list[dict]:
-    """5: gather and two-slice against copy + in-place seal (pieces n + 1)."""
+    """5: gather and two-slice against copy + in-place seal (pieces n + 1): the median of
+    their same-round ratios where the sweeps kept samples, else the minima's ratio."""
     sw = pd.concat([_part(raw, "sweep_records"), _part(raw, "sweep_sizes")])
     if sw.empty:
         return []
+    pairs = _pairs(raw, ("sweep_records", "sweep_sizes"))
     rec = _part(raw, "sweep_records")
     asked = set(zip(rec["backend"], rec["n"], strict=True))  # where two_slice was measured
     sw = sw[(sw["impl"] == "vgkernels") & (sw["shape"] == "n+1")]
@@ -197,9 +226,10 @@ def records(raw: pd.DataFrame) -> list[dict]:
             continue
         for op in ("gather", "two_slice"):
             if op in r and not pd.isna(r[op]):
-                out.append(_row(5, f"{op} vs copy + seal", be, n, float(r[op]),
-                                float(r["copy_ip"]), "ns", RECORD_LIMIT,
-                                detail="n+1 a multiple of 16" if (n + 1) % 16 == 0 else ""))
+                out.append(_compared(5, f"{op} vs copy + seal", be, n, op, float(r[op]),
+                                     float(r["copy_ip"]), RECORD_LIMIT, pairs,
+                                     detail="n+1 a multiple of 16" if (n + 1) % 16 == 0
+                                     else ""))
             elif op == "two_slice" and (be, n) in asked:  # it declined the shape
                 out.append(_row(5, "two_slice vs copy + seal", be, n, math.nan,
                                 float(r["copy_ip"]), "ns", RECORD_LIMIT, detail="declined"))
@@ -207,14 +237,15 @@ def records(raw: pd.DataFrame) -> list[dict]:
 
 
 def opening(raw: pd.DataFrame) -> list[dict]:
-    """6: open (out of place) against seal (in place) at every size."""
+    """6: open (out of place) against seal (in place) at every size (paired as `records`)."""
     sw = _part(raw, "sweep_sizes")
     if sw.empty:
         return []
+    pairs = _pairs(raw, ("sweep_sizes",))
     sw = sw[sw["impl"] == "vgkernels"]
     best = sw.groupby(["backend", "n", "op"])["min_ns"].min().unstack("op")
-    return [_row(6, "open vs seal", be, n, float(r["open_out"]), float(r["seal"]), "ns",
-                 OPEN_LIMIT)
+    return [_compared(6, "open vs seal", be, n, "open_out", float(r["open_out"]),
+                      float(r["seal"]), OPEN_LIMIT, pairs)
             for (be, n), r in best.iterrows()
             if not pd.isna(r.get("open_out")) and not pd.isna(r.get("seal"))]
 

@@ -357,21 +357,59 @@ def confirm_placement(drv: Driver, place: Sequence[Case], combined: pd.DataFrame
     return pd.DataFrame(rows)
 
 
+# Same-visit comparisons of the sweeps (part, base (op, shape), heads): every round of a chunk
+# times its cases back to back, so a round's pair saw the same phase of the VM.
+PAIRS = (("sweep_records", ("copy_ip", "n+1"), (("gather", "n+1"), ("two_slice", "n+1"))),
+         ("sweep_sizes", ("copy_ip", "n+1"), (("gather", "n+1"),)),
+         ("sweep_sizes", ("seal", "one"), (("open_out", "one"),)))
+
+
+def paired_rows(samples: pd.DataFrame, part: str, base: tuple[str, str],
+                heads: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Per (backend, n) and head op: the median over rounds of head / base timed in the same
+    round of the same chunk visit (``paired_ratio``, with its 95% bootstrap interval), as rows
+    of ``<part>_paired`` (``op`` the head, ``base_op`` the base)."""
+    from ..analysis.compare import paired
+
+    s = samples[samples["impl"] == "vgkernels"]
+    rnd = ["run", "pass", "sample"]
+    b = s[(s["op"] == base[0]) & (s["shape"] == base[1])]
+    out = []
+    for op, shape in heads:
+        h = s[(s["op"] == op) & (s["shape"] == shape)]
+        if h.empty or b.empty:
+            continue
+        both = pd.concat([h.assign(side="head"), b.assign(side="base")], ignore_index=True)
+        both["round"] = both[rnd].astype(str).agg("/".join, axis=1)
+        tab = paired(both[["backend", "n", "round", "side", "ns"]], ["backend", "n"])
+        if tab.empty:
+            continue
+        out.append(tab.rename(columns={"ratio": "paired_ratio", "lo": "paired_lo",
+                                       "hi": "paired_hi"})
+                   .assign(part=f"{part}_paired", op=op, shape=shape, base_op=base[0]))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
 def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
-    """The ``sizes`` (with peers) and ``two_slice`` sweeps, one masked worker per backend."""
+    """The ``sizes`` (with peers) and ``two_slice`` sweeps, one masked worker per backend, and
+    their same-round pairs (`PAIRS`)."""
     from .sweep import run
 
     frames = []
     common = dict(backends=list(backends), k=prof.sweep_k, passes=min(3, prof.sweep_k),
-                  target_us=prof.target_us, save=False, progress=False, samples=False)
+                  target_us=prof.target_us, save=False, progress=False, samples=True)
     res = run("sizes", sizes=list(prof.sweep_sizes), peers=prof.peers, **common)  # aws-lc too
-
+    found = {"sweep_sizes": res}
     frames.append(res.df.assign(part="sweep_sizes"))
     ts = [b for b in backends if get(b).two_slice]
     if ts:
         res = run("two_slice", sizes=list(prof.record_sizes), peers=False,
                   **{**common, "backends": ts})
+        found["sweep_records"] = res
         frames.append(res.df.assign(part="sweep_records"))
+    for part, base, heads in PAIRS:
+        if part in found and len(found[part].samples):
+            frames.append(paired_rows(found[part].samples, part, base, heads))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -433,4 +471,4 @@ def main(argv: list[str]) -> int:
 
 
 __all__ = ["BACKENDS", "BULK", "PROFILES", "Profile", "main", "measure", "measure_local",
-           "measure_sweeps", "remainder_blocks", "usable_backends"]
+           "measure_sweeps", "paired_rows", "remainder_blocks", "usable_backends"]

@@ -68,12 +68,15 @@ class Leftover:
                        b.add(b.zext(self.has_p, i64), b.zext(has_len, i64)))
         self.cur = Cursor(i, npend, ctr, fn.f.gh.zero_parts(fn.p.w), s)
         self.ks: list[ir.Value] | None = None
+        self.head_ks: list[ir.Value] | None = None
         u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
         self.masked = fn.p.backend.masked and fn.p.w > 1 and u > 1
         if self.masked and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
             # the masked end's keystream BEFORE enc's pending group hash: its AES chains then
             # start at once instead of queueing behind the group's multiplies
             self.ks = self.end_keystream(self.cur, u)
+        if self.masked and fn.mode.keystream and fn.mode.hashes_output and pending is not None:
+            self.head_ks = self.head_keystream(self.cur, u, pending)
         fn.mode.pending_first(self, pending)
 
     def power(self, q: ir.Value, width: int) -> ir.Value:
@@ -117,16 +120,17 @@ class Leftover:
             pending, stitched, lambda: [c.sums, self.s, c.ctr, c.j, _c(0)], "last")
 
     # -- whole vectors and blocks ----------------------------------------------------------
-    def vectors(self, c: Cursor, n: int) -> None:
+    def vectors(self, c: Cursor, n: int, ks: list[ir.Value] | None = None) -> None:
         """n whole vectors at once: their AES rounds interleave (independent chains in
-        flight), then each is stored and hashed in order."""
+        flight), then each is stored and hashed in order (``ks``: their keystream, computed
+        before)."""
         fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
         mode, gh = fn.mode, fn.f.gh
         offs = [b.shl(b.add(c.j, _c(k * w)), _c(4)) for k in range(n)]
         data = [em.load(fn.inp, o, w) for o in offs]
         outs = data
         if mode.keystream:
-            ks = fn.keystream(c.ctr, w, n)
+            ks = fn.keystream(c.ctr, w, n) if ks is None else ks
             outs = [b.xor(d, k) for d, k in zip(data, ks, strict=True)]
             for o, x in zip(offs, outs, strict=True):
                 em.store(x, fn.out, o)
@@ -174,6 +178,27 @@ class Leftover:
                 self.one_vector(v.c, w, lambda off: em.load(self.fn.inp, off, w),
                                 lambda off, x: em.store(x, self.fn.out, off))
         return v.c
+
+    def head_keystream(self, c: Cursor, u: int, pending: ir.Value) -> list[ir.Value]:
+        """The keystream of the u-vector loop's first iteration when enc's pending group
+        precedes it (else zero), emitted before that group's hash: like the masked end's, its
+        AES chains then run beside the group's multiplies instead of after them."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        self.head = b.and_(pending, self.has_head(c, u))
+        return em.if_else_values(self.head, lambda: fn.keystream(c.ctr, w, u),
+                                 lambda: [zero(w)] * u, "hks")
+
+    def has_head(self, c: Cursor, u: int) -> ir.Value:
+        return self.b.icmp_unsigned("<=", self.b.add(c.j, _c(u * self.fn.p.w)), self.e)
+
+    def head_vectors(self, c: Cursor, u: int, ks: list[ir.Value]) -> Cursor:
+        """The u-vector loop's first iteration, peeled, on the keystream computed before."""
+        def go():
+            h = Cursor(c.j, c.q, c.ctr, c.sums, c.x)
+            self.vectors(h, u, ks)
+            return [h]
+        (out,) = self.em.if_else_values(self.head, go, lambda: [c], "head")
+        return out
 
     def loop_blocks(self, c: Cursor) -> Cursor:
         em, b = self.em, self.b
@@ -354,6 +379,8 @@ class Leftover:
             ctr_end, c.sums, narrow, x_len = self.masked_end(c, u)
         else:
             narrow = gh.zero_parts(1)
+        if self.head_ks is not None:
+            c = self.head_vectors(c, u, self.head_ks)
         if u > 1:
             c = self.loop_vectors("wide4", c, u)
         if masked:

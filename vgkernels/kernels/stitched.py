@@ -268,7 +268,7 @@ CARRY_MIN_GROUPS = 1
 # fixed stack slot every iteration, and when that slot's page offset matches a load the
 # loop repeats (4K aliasing) seal runs 12-23% slower at one 64-byte window of stack offsets
 # (Sapphire Rapids, issue 12 target 4).
-CARRY_RELOADED = 1
+CARRY_RELOADED = 2
 
 
 def carried_vectors(fn: BulkFn) -> int:
@@ -286,7 +286,7 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     reloading loop at 512 B-64 KiB, 64-byte aligned or 32 past a line.  So every output
     takes this loop, though the 8 vectors take registers from the round keys (4 more spill
     reloads per iteration): on Zen 4, at 32 past a line where the reloads forwarded at full
-    speed, it measured 1.003-1.010 of the reloading loop.  The last CARRY_RELOADED vectors
+    speed, it measured 1.003-1.010 of the reloading loop.  The last CARRY_RELOADED(_KARATSUBA)
     are reloaded all the same, an iteration after their store (no spill store in the loop).
     The last group's held vectors go to the leftover (``fn.pending_vectors``), which hashes
     the pending group from them and reloads the rest."""
