@@ -176,6 +176,16 @@ def test_asm_against_a_tree_names_the_changed_functions(capsys, tmp_path):
     assert cli.main(["asm", "aesni_pclmul", "--against", str(tree)]) == 0
     out = capsys.readouterr().out
     assert " 0 differ from " in out and "changed" not in out
+    # for a CPU whose Karatsuba default is not the host's, both sides resolve for that CPU
+    from vgkernels import cpu as vcpu
+    from vgkernels.backends import get
+
+    be = get("aesni_pclmul")
+    other = next(c for c in ("znver4", "sapphirerapids")
+                 if be.karatsuba_for(c) != be.karatsuba_for(vcpu.host_cpu_name()))
+    assert cli.main(["asm", "aesni_pclmul", "--cpu", other, "--against", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert " 0 differ from " in out and "changed" not in out, out
     short = tree / "vgkernels" / "kernels" / "short.py"
     text = short.read_text()
     assert "acc = gh.accumulate(acc, lens, f.power(ctx, 1, 1))" in text

@@ -206,12 +206,12 @@ def _asm_against(be: Backend, args: argparse.Namespace) -> int:
     if args.variant or args.ir:
         raise UsageError("--against compares the default variant's assembly (no --variant, "
                          "no --ir)")
-    try:
-        dump = base_ir(args.against, [be.name])
+    cpu_ = listing.cpu_name(be, args.cpu) or cpu.host_cpu_name()
+    try:  # their defaults for the same CPU as ours (Karatsuba follows the CPU)
+        dump = base_ir(args.against, [be.name], cpu_)
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
     theirs_be = dump["backends"][be.name]
-    cpu_ = listing.cpu_name(be, args.cpu) or cpu.host_cpu_name()
     prefix, ours = listing.assembly(be, Variant(), cpu_)
     theirs = listing.assembly_of(theirs_be["prefix"], theirs_be["ir"], theirs_be["features"],
                                  cpu_)

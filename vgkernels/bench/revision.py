@@ -42,7 +42,10 @@ from .driver import driver as get_driver
 BASE_PREFIX = "vgbase"
 OPS = ("seal", "open_out", "gather", "two_slice", "copy_ip")  # copy_ip: memcpy + in-place seal
 
-# Run in the base tree: its generator, its ABI constants, as JSON on stdout.
+# Run in the base tree: its generator, its ABI constants, as JSON on stdout.  argv: the
+# prefix, the LLVM CPU whose defaults to resolve ("" for the host), the backends.  A tree
+# older than per-CPU defaults (no ``cpu`` argument) generates its one default ("cpu_used":
+# null).
 _DUMP = r"""
 import json, sys
 from vgkernels import abi
@@ -51,11 +54,17 @@ from vgkernels.kernels.module import generate
 out = {"ctx_size": abi.CTX_SIZE,
        "signatures": {op: sig[2] for op, sig in abi.SIGNATURES.items()},
        "backends": {}}
-for name in sys.argv[2:]:
+cpu = sys.argv[2] or None
+for name in sys.argv[3:]:
     be = get(name)
-    prefix, text = generate(be, None, prefix=f"{sys.argv[1]}_{name}")
+    try:
+        prefix, text = generate(be, None, prefix=f"{sys.argv[1]}_{name}", cpu=cpu)
+        used = cpu
+    except TypeError:
+        prefix, text = generate(be, None, prefix=f"{sys.argv[1]}_{name}")
+        used = None
     out["backends"][name] = {"prefix": prefix, "ir": text, "features": be.llvm_features,
-                             "cpu": be.llvm_cpu}
+                             "cpu": be.llvm_cpu, "cpu_used": used}
 json.dump(out, sys.stdout)
 """
 
@@ -81,13 +90,14 @@ def _checkout(base: str, into: Path) -> Path:
     return into
 
 
-def base_ir(base: str, backends: Sequence[str]) -> dict[str, object]:
-    """The base tree's IR per backend, its context size and C prototypes (see _DUMP)."""
+def base_ir(base: str, backends: Sequence[str], cpu: str | None = None) -> dict[str, object]:
+    """The base tree's IR per backend, its context size and C prototypes (see _DUMP); its
+    default variant resolved for LLVM CPU ``cpu`` (None: the host), as this tree's is."""
     with tempfile.TemporaryDirectory(prefix="vgbase-") as tmp:
         tree = _checkout(base, Path(tmp))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        res = subprocess.run([sys.executable, "-c", _DUMP, BASE_PREFIX, *backends],
+        res = subprocess.run([sys.executable, "-c", _DUMP, BASE_PREFIX, cpu or "", *backends],
                              capture_output=True, text=True, env=env, cwd=tmp, check=False)
     if res.returncode:
         raise RuntimeError(f"the base tree's generator failed:\n{res.stderr[-2000:]}")
