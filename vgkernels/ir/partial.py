@@ -50,6 +50,46 @@ def load_partial(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
     return v
 
 
+def load_partial_vec(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
+    """load_partial's bytes as one block (vec(1)), x86 only: from 4 bytes on, the two
+    overlapping loads go straight into vector registers and the second is moved into place by
+    one byte shuffle (pshufb), whose index vector (lane j takes byte j + size - n) follows from
+    the length alone, so it is ready before the data.  load_partial moves the halves through
+    general registers (shifts, cmovs, two GPR-to-vector moves) on the way to the multiply: a
+    13-byte AAD is the first thing a short seal hashes."""
+    b = em.b
+    lanes = bvec(1)
+    pshufb = em.intrinsic("llvm.x86.ssse3.pshuf.b.128", lanes, [lanes, lanes])
+
+    def part(typ: ir.IntType, at: ir.Value | int) -> ir.Value:  # size bytes, zero above
+        words = ir.VectorType(typ, 128 // typ.width)
+        v = b.insert_element(ir.Constant(words, None), em.load_int(p, at, typ),
+                             ir.Constant(i32, 0))
+        return b.bitcast(v, lanes)
+
+    def two(typ: ir.IntType, size: int):
+        def f():
+            shift = b.trunc(b.sub(ir.Constant(i64, size), n), i8)  # -(n - size): 0 .. -7
+            one = b.insert_element(ir.Constant(lanes, None), shift, ir.Constant(i32, 0))
+            splat = b.shuffle_vector(one, ir.Constant(lanes, None),
+                                     ir.Constant(ir.VectorType(i32, 16), None))
+            # lane j: byte j - (n - size) of the second load; negative (bit 7 set): zero;
+            # size and up: its zero bytes
+            index = b.add(splat, ir.Constant(lanes, list(range(16))))
+            hi = b.call(pshufb, [part(typ, b.sub(n, ir.Constant(i64, size))), index])
+            return [b.bitcast(b.or_(part(typ, 0), hi), vec(1))]
+        return f
+
+    def upto7():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)),
+                                 two(i32, 4),
+                                 lambda: [em.from_i128(load_partial(em, p, n))], "vld4")
+
+    (v,) = em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)),
+                             two(i64, 8), upto7, "vld8")
+    return v
+
+
 def store_partial(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
     """Store the low n (0..16) bytes of the i128 v at p."""
     b = em.b
@@ -81,6 +121,39 @@ def store_partial(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
                                  two(ir.IntType(32), 4), small, "st4")
 
     em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)), two(i64, 8), upto7, "st8")
+
+
+def store_partial_vec(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
+    """store_partial from a block (vec(1)), x86 only: from 4 bytes on, the first and the last
+    `size` bytes stored straight from vector registers, the last ones moved down by one byte
+    shuffle (lane j takes byte j + n - size), not through general registers."""
+    b = em.b
+    lanes = bvec(1)
+    pshufb = em.intrinsic("llvm.x86.ssse3.pshuf.b.128", lanes, [lanes, lanes])
+
+    def low(typ: ir.IntType, x: ir.Value) -> ir.Value:
+        words = ir.VectorType(typ, 128 // typ.width)
+        return b.extract_element(b.bitcast(x, words), ir.Constant(i32, 0))
+
+    def two(typ: ir.IntType, size: int):
+        def f():
+            em.store_int(low(typ, v), p, 0)
+            tail_at = b.sub(n, ir.Constant(i64, size))
+            one = b.insert_element(ir.Constant(lanes, None), b.trunc(tail_at, i8),
+                                   ir.Constant(i32, 0))
+            splat = b.shuffle_vector(one, ir.Constant(lanes, None),
+                                     ir.Constant(ir.VectorType(i32, 16), None))
+            index = b.add(splat, ir.Constant(lanes, list(range(16))))
+            em.store_int(low(typ, b.call(pshufb, [b.bitcast(v, lanes), index])), p, tail_at)
+            return []
+        return f
+
+    def upto7():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)), two(i32, 4),
+                                 lambda: store_partial(em, p, n, em.to_i128(v)) or [], "vst4")
+
+    em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)), two(i64, 8), upto7,
+                      "vst8")
 
 
 def byte_mask128(em: Emitter, n: ir.Value) -> ir.Value:
