@@ -12,6 +12,8 @@ from llvmlite import ir
 
 from .core import Emitter, bvec, i1, i8, i32, i64, i128, ptr, vec
 
+i16 = ir.IntType(16)
+
 
 def _shl128(em: Emitter, x: ir.Value, nbytes: ir.Value) -> ir.Value:
     b = em.b
@@ -51,12 +53,12 @@ def load_partial(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
 
 
 def load_partial_vec(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
-    """load_partial's bytes as one block (vec(1)), x86 only: from 4 bytes on, the two
-    overlapping loads go straight into vector registers and the second is moved into place by
-    one byte shuffle (pshufb), whose index vector (lane j takes byte j + size - n) follows from
-    the length alone, so it is ready before the data.  load_partial moves the halves through
-    general registers (shifts, cmovs, two GPR-to-vector moves) on the way to the multiply: a
-    13-byte AAD is the first thing a short seal hashes."""
+    """load_partial's bytes as one block (vec(1)), x86 only: the two overlapping loads (8, 4
+    or 2 bytes; one byte alone) go straight into vector registers and the second is moved
+    into place by one byte shuffle (pshufb), whose index vector (lane j takes byte
+    j + size - n) follows from the length alone, so it is ready before the data.
+    load_partial moves the halves through general registers (shifts, cmovs, two GPR-to-vector
+    moves) on the way to the multiply: a 13-byte AAD is the first thing a short seal hashes."""
     b = em.b
     lanes = bvec(1)
     pshufb = em.intrinsic("llvm.x86.ssse3.pshuf.b.128", lanes, [lanes, lanes])
@@ -80,10 +82,18 @@ def load_partial_vec(em: Emitter, p: ir.Value, n: ir.Value) -> ir.Value:
             return [b.bitcast(b.or_(part(typ, 0), hi), vec(1))]
         return f
 
+    def upto1():
+        return em.if_else_values(b.icmp_unsigned("!=", n, ir.Constant(i64, 0)),
+                                 lambda: [b.bitcast(part(i8, 0), vec(1))],
+                                 lambda: [ir.Constant(vec(1), None)], "vld1")
+
+    def upto3():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 2)),
+                                 two(i16, 2), upto1, "vld2")
+
     def upto7():
         return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)),
-                                 two(i32, 4),
-                                 lambda: [em.from_i128(load_partial(em, p, n))], "vld4")
+                                 two(i32, 4), upto3, "vld4")
 
     (v,) = em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)),
                              two(i64, 8), upto7, "vld8")
@@ -124,9 +134,10 @@ def store_partial(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
 
 
 def store_partial_vec(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
-    """store_partial from a block (vec(1)), x86 only: from 4 bytes on, the first and the last
-    `size` bytes stored straight from vector registers, the last ones moved down by one byte
-    shuffle (lane j takes byte j + n - size), not through general registers."""
+    """store_partial from a block (vec(1)), x86 only: the first and the last `size` bytes
+    (8, 4 or 2; one byte alone) stored straight from vector registers, the last ones moved
+    down by one byte shuffle (lane j takes byte j + n - size), not through general
+    registers."""
     b = em.b
     lanes = bvec(1)
     pshufb = em.intrinsic("llvm.x86.ssse3.pshuf.b.128", lanes, [lanes, lanes])
@@ -148,9 +159,20 @@ def store_partial_vec(em: Emitter, p: ir.Value, n: ir.Value, v: ir.Value) -> Non
             return []
         return f
 
+    def upto1():
+        def one():
+            em.store_int(low(i8, v), p, 0)
+            return []
+        return em.if_else_values(b.icmp_unsigned("!=", n, ir.Constant(i64, 0)), one,
+                                 lambda: [], "vst1")
+
+    def upto3():
+        return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 2)), two(i16, 2),
+                                 upto1, "vst2")
+
     def upto7():
         return em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 4)), two(i32, 4),
-                                 lambda: store_partial(em, p, n, em.to_i128(v)) or [], "vst4")
+                                 upto3, "vst4")
 
     em.if_else_values(b.icmp_unsigned(">=", n, ir.Constant(i64, 8)), two(i64, 8), upto7,
                       "vst8")
