@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from ..backends import Backend
 from ..ir import aes, partial
-from ..ir.core import Emitter, dvec, i8, i32, i64, i128, ptr, vec, zero
+from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
 from .common import Fn, Params, copy_from_64
 from .modes import DEC, ENC, Mode
 
@@ -95,21 +95,13 @@ def counter_vector(em: Emitter, nv: ir.Value, c: int, w: int, counted: bool = Fa
                         vec(w))
 
 
-def vector_partials(fn: Fn) -> bool:
-    """The partial block through vector registers (`partial.load_partial_vec`,
-    `store_partial_vec`): the AVX backends.  Same run on Zen 3, against general registers:
-    seal 16-127 B 0.92-0.98, open 0.86-0.95; on the SSE backend (two-operand pshufb, no byte
-    broadcast) mixed, 257 B 1.01-1.08."""
-    return "avx" in fn.params.backend.llvm_enabled and not fn.params.backend.masked
-
-
 def load_upto16(fn: Fn, p: ir.Value, n: ir.Value, vector: bool = True) -> ir.Value:
     """n (0..16) bytes at p, zero padded, never reading past them (``vector``: through
-    vector registers where `vector_partials`)."""
+    vector registers where the backend has `vector_partials`)."""
     em, b = fn.em, fn.b
     if fn.params.backend.masked:
         return partial.masked_load(em, p, n, 1)[0]
-    if vector and vector_partials(fn):
+    if vector and fn.params.backend.vector_partials:
         rest = lambda: [partial.load_partial_vec(em, p, n)]  # noqa: E731
     else:
         rest = lambda: [em.from_i128(partial.load_partial(em, p, n))]  # noqa: E731
@@ -122,6 +114,17 @@ def with_byte(fn: Fn, v: ir.Value, at: ir.Value, byte: ir.Value) -> ir.Value:
     """v (zero from byte ``at`` on, at in 0..16) with ``byte`` at position ``at``; a zero byte
     leaves v as it is, so at = 16 takes byte = 0 (the shift is reduced mod 16: never poison)."""
     em, b = fn.em, fn.b
+    if fn.params.backend.vector_partials:  # the byte broadcast, kept in the lane `at` picks
+        lanes = bvec(1)
+        zeros = ir.Constant(ir.VectorType(i32, 16), None)
+
+        def splat(x: ir.Value) -> ir.Value:
+            one = b.insert_element(ir.Constant(lanes, None), x, ir.Constant(i32, 0))
+            return b.shuffle_vector(one, ir.Constant(lanes, None), zeros)
+        lane = b.icmp_unsigned("==", splat(b.trunc(at, i8)),
+                               ir.Constant(lanes, list(range(16))))
+        put = b.and_(b.sext(lane, lanes), splat(byte))
+        return b.bitcast(b.or_(b.bitcast(v, lanes), put), vec(1))
     sh = b.zext(b.shl(b.and_(at, ir.Constant(i64, 15)), ir.Constant(i64, 3)), i128)
     return em.from_i128(b.or_(em.to_i128(v), b.shl(b.zext(byte, i128), sh)))
 
@@ -144,7 +147,7 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
         return []
 
     def part():
-        if vector_partials(fn):
+        if fn.params.backend.vector_partials:
             partial.store_partial_vec(em, p, n, v)
         else:
             partial.store_partial(em, p, n, em.to_i128(v))
