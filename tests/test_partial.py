@@ -16,6 +16,9 @@ from vgkernels.ir.core import Emitter, i64, ptr, void
 
 FEATURES = backends.get("aesni_pclmul").llvm_features  # the oldest x86 set: SSSE3's pshufb
 SIG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+# both forms, the bytes ending at a guard page or starting right after one
+EVERY = pytest.mark.parametrize(("form", "where"), [(f, w) for f in ("gpr", "vec")
+                                                    for w in ("end", "start")])
 
 
 def _module() -> str:
@@ -55,12 +58,15 @@ def slots():
     s.close()
 
 
-@pytest.mark.parametrize("form", ["gpr", "vec"])
-@pytest.mark.parametrize("where", ["end", "start"])
+def _setup(lib, op: str, form: str, where: str):
+    """The compiled function, a seeded generator, a 16-byte scratch block."""
+    return (SIG(lib.address(f"{op}_{form}")), rng("partial", op, form, where),
+            ctypes.create_string_buffer(16))
+
+
+@EVERY
 def test_loads_read_exactly_n_bytes(lib, slots, form, where):
-    fn = SIG(lib.address(f"ld_{form}"))
-    r = rng("partial-load", form, where)
-    out = ctypes.create_string_buffer(16)
+    fn, r, out = _setup(lib, "ld", form, where)
     for n in range(16):
         data = rbytes(r, n)
         slots.put(where, 0, data)
@@ -70,12 +76,9 @@ def test_loads_read_exactly_n_bytes(lib, slots, form, where):
         assert out.raw == data + bytes(16 - n), f"n = {n}"
 
 
-@pytest.mark.parametrize("form", ["gpr", "vec"])
-@pytest.mark.parametrize("where", ["end", "start"])
+@EVERY
 def test_stores_write_exactly_n_bytes(lib, slots, form, where):
-    fn = SIG(lib.address(f"st_{form}"))
-    r = rng("partial-store", form, where)
-    src = ctypes.create_string_buffer(16)
+    fn, r, src = _setup(lib, "st", form, where)
     for n in range(17):
         block = rbytes(r, 16)
         ctypes.memmove(src, block, 16)
