@@ -223,24 +223,19 @@ class Leftover:
         def go():
             off = b.shl(self.e, _c(4))
             pn = p
-            if vector:
-                d = partial.load_partial_vec(em, em.gep(fn.inp, off), p)
-            else:
+            if fn.extra:  # the second slice's byte lands right after the first's partial
                 bits = partial.load_partial(em, em.gep(fn.inp, off), p)
-                if fn.extra:  # the second slice's byte lands right after the first's partial
-                    byte = b.zext(fn.extra_byte, i128)
-                    bits = b.or_(bits, b.shl(byte, b.zext(b.shl(p, _c(3)), i128)))
-                    pn = b.add(p, _c(1))
+                byte = b.zext(fn.extra_byte, i128)
+                bits = b.or_(bits, b.shl(byte, b.zext(b.shl(p, _c(3)), i128)))
+                pn = b.add(p, _c(1))
                 d = em.from_i128(bits)
+            else:
+                d = partial.load_block(em, em.gep(fn.inp, off), p, vector)
             mask = em.from_i128(partial.byte_mask128(em, pn))
             here = Cursor(self.e, c.q, c.ctr, c.sums, c.x)
-
-            def store(off: ir.Value, x: ir.Value) -> None:
-                if vector:
-                    partial.store_partial_vec(em, em.gep(fn.out, off), pn, x)
-                else:
-                    partial.store_partial(em, em.gep(fn.out, off), pn, em.to_i128(x))
-            self.one_vector(here, 1, lambda off: d, store, mask)
+            self.one_vector(here, 1, lambda off: d,
+                            lambda off, x: partial.store_block(em, em.gep(fn.out, off), pn, x,
+                                                               vector), mask)
             return [here.ctr, here.sums, here.x]
         ctr, sums, x = em.if_else_values(self.has_p, go, lambda: [c.ctr, c.sums, c.x], "part")
         return Cursor(c.j, c.q, ctr, sums, x)

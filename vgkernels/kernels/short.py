@@ -101,12 +101,10 @@ def load_upto16(fn: Fn, p: ir.Value, n: ir.Value, vector: bool = True) -> ir.Val
     em, b = fn.em, fn.b
     if fn.params.backend.masked:
         return partial.masked_load(em, p, n, 1)[0]
-    if vector and fn.params.backend.vector_partials:
-        rest = lambda: [partial.load_partial_vec(em, p, n)]  # noqa: E731
-    else:
-        rest = lambda: [em.from_i128(partial.load_partial(em, p, n))]  # noqa: E731
+    vector = vector and fn.params.backend.vector_partials
     (v,) = em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)),
-                             lambda: [em.load(p)], rest, "ld16")
+                             lambda: [em.load(p)],
+                             lambda: [partial.load_block(em, p, n, vector)], "ld16")
     return v
 
 
@@ -116,14 +114,9 @@ def with_byte(fn: Fn, v: ir.Value, at: ir.Value, byte: ir.Value) -> ir.Value:
     em, b = fn.em, fn.b
     if fn.params.backend.vector_partials:  # the byte broadcast, kept in the lane `at` picks
         lanes = bvec(1)
-        zeros = ir.Constant(ir.VectorType(i32, 16), None)
-
-        def splat(x: ir.Value) -> ir.Value:
-            one = b.insert_element(ir.Constant(lanes, None), x, ir.Constant(i32, 0))
-            return b.shuffle_vector(one, ir.Constant(lanes, None), zeros)
-        lane = b.icmp_unsigned("==", splat(b.trunc(at, i8)),
+        lane = b.icmp_unsigned("==", partial.splat_byte(em, b.trunc(at, i8)),
                                ir.Constant(lanes, list(range(16))))
-        put = b.and_(b.sext(lane, lanes), splat(byte))
+        put = b.and_(b.sext(lane, lanes), partial.splat_byte(em, byte))
         return b.bitcast(b.or_(b.bitcast(v, lanes), put), vec(1))
     sh = b.zext(b.shl(b.and_(at, ir.Constant(i64, 15)), ir.Constant(i64, 3)), i128)
     return em.from_i128(b.or_(em.to_i128(v), b.shl(b.zext(byte, i128), sh)))
@@ -147,10 +140,7 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
         return []
 
     def part():
-        if fn.params.backend.vector_partials:
-            partial.store_partial_vec(em, p, n, v)
-        else:
-            partial.store_partial(em, p, n, em.to_i128(v))
+        partial.store_block(em, p, n, v, fn.params.backend.vector_partials)
         return []
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
 
