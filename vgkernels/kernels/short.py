@@ -28,12 +28,14 @@ the same function, the pieces shared through phis (the IR grows by one chunk per
 on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_medium``), so the
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
-Chunks (seal on the one-block-wide backends: ``chunk_blocks``): past MEDIUM_BLOCKS, up to
-640 B (AVX) or 2560 B (SSE), vg.short.enc.chunks loops over chunks of CHUNK blocks, each
-folding the sum so far into S (S*H^CHUNK + the chunk's terms, one reduction), while more than
-MEDIUM_BLOCKS blocks remain, then ends as the medium path does.  The general path's fixed cost
-(vg.setup's J0 and E(J0), the AAD's multiply, the stitched loop's start and drain with the
-last group hashed alone, the state through memory) cost 30-40 ns there at 257-300 B.
+Chunks (``chunk_blocks``: seal on the one-block-wide backends, seal and open on vaes_avx2):
+past MEDIUM_BLOCKS, up to 640 B (AVX), 2560 B (SSE), or 512 B seal / 304 B open (vaes_avx2),
+vg.short.<mode>.chunks loops over chunks of `loop_chunk` blocks (8, or 16 on VAES), each
+folding the sum so far into S (S*H^size + the chunk's terms, one reduction), while more than
+MEDIUM_BLOCKS blocks remain, then ends as the medium path does (on VAES 1..8 blocks left go
+straight to their piece).  The general path's fixed cost (vg.setup's J0 and E(J0), the AAD's
+multiply, the stitched loop's start and drain with the last group hashed alone, the state
+through memory) cost 30-40 ns there at 257-300 B on aesni_pclmul_avx, 10-20 ns on vaes_avx2.
 
 Every branch is on a length (public), every address is a buffer plus a length.
 """
@@ -52,8 +54,11 @@ SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
-# seal on the one-block-wide backends, chunks up to 2560 bytes (SSE) or 640 (AVX): chunk_blocks
+# chunks up to 2560 bytes (SSE) or 640 (AVX), seal on the one-block-wide backends; on VAES
+# without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
 CHUNK_BLOCKS = {"sse": 160, "avx": 40}
+VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 19}
+WIDE_CHUNK = 16  # blocks: the chunks' loop on VAES (8 ymm AES chains); see loop_chunk
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
 DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
@@ -205,34 +210,34 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     medium = tail_only or (not extra and medium_blocks(params, mode) > pieces
                               and not separate_medium(params))
 
-    def chunk(nr: int, cin, cout, nvc, lc, a, nc) -> list:
-        """One chunk of CHUNK blocks (all whole), at cin with counters from nvc + 2 and nc
-        blocks from here on.  With t blocks after it, A is at H^(CHUNK+t+2) and block k at
-        H^(CHUNK+t+1-k), so the sum is S*H^(t+2) + (the rest's terms) with
-        S = A*H^CHUNK + C1*H^(CHUNK-1) + .. + C(CHUNK-1)*H + C(CHUNK): S, reduced, takes A's
+    def chunk(nr: int, cin, cout, nvc, lc, a, nc, size: int = CHUNK) -> list:
+        """One chunk of ``size`` blocks (all whole), at cin with counters from nvc + 2 and nc
+        blocks from here on.  With t blocks after it, A is at H^(size+t+2) and block k at
+        H^(size+t+1-k), so the sum is S*H^(t+2) + (the rest's terms) with
+        S = A*H^size + C1*H^(size-1) + .. + C(size-1)*H + C(size): S, reduced, takes A's
         place in what follows (another chunk, or the tail's piece), and the chunk's powers are
         constants.  Returns the rest's (in, out, counter base, length, A) and its block
         count."""
         w = WIDE if params.backend.width >= WIDE else 1
         ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvc, 2 + w * v, w, chunks_only)
-                                           for v in range(CHUNK // w)], f.round_keys(ctx, nr, w))
-        acc = gh.accumulate(None, a, f.power(ctx, CHUNK, 1))
+                                           for v in range(size // w)], f.round_keys(ctx, nr, w))
+        acc = gh.accumulate(None, a, f.power(ctx, size, 1))
         accw, hv = None, None
-        for v in range(CHUNK // w):
+        for v in range(size // w):
             d = em.load(cin, 16 * w * v, w)
             o = b.xor(d, ks[v])
             em.store(o, cout, 16 * w * v)
             hv = em.bswap_lanes(mode.hashed_value(d, o))
-            if CHUNK - 1 - w * v:  # the last block is added unmultiplied, after the reduction
+            if size - 1 - w * v:  # the last block is added unmultiplied, after the reduction
                 # (a vector's powers from H^1 run into the zero padding: its last lane adds 0)
-                accw = gh.accumulate(accw, hv, f.power(ctx, CHUNK - 1 - w * v, w))
+                accw = gh.accumulate(accw, hv, f.power(ctx, size - 1 - w * v, w))
         assert accw is not None and hv is not None
         acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
         state = em.xor(gh.reduce(acc), em.lane(hv, w - 1) if w > 1 else hv)
         nvt = b.add(nvc, ir.Constant(dvec(1), [ir.Constant(i32, x)
-                                               for x in (0, 0, 0, CHUNK << 24)]))
-        return [em.gep(cin, 16 * CHUNK), em.gep(cout, 16 * CHUNK), nvt, b.sub(lc, c(16 * CHUNK)),
-                state, b.sub(nc, c(CHUNK))]
+                                               for x in (0, 0, 0, size << 24)]))
+        return [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt, b.sub(lc, c(16 * size)),
+                state, b.sub(nc, c(size))]
 
     def piece(nr: int, m: int, tin, tout, nvt, lt, a) -> None:
         """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
@@ -363,13 +368,24 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                 carried = [b.phi(v.type, name=f"c{k}") for k, v in enumerate(start)]
                 for phi, v in zip(carried, start, strict=True):
                     phi.add_incoming(v, pre)
-                vals = chunk(nr, *carried)
+                size = loop_chunk(params.backend)
+                vals = chunk(nr, *carried, size=size)
                 after = b.append_basic_block(f"nr{nr}.chunklast")
                 b.cbranch(b.icmp_unsigned(">", vals[-1], c(MEDIUM_BLOCKS)), lb, after)
                 for phi, v in zip(carried, vals, strict=True):
                     phi.add_incoming(v, b.block)
                 b.position_at_end(after)
-                last_chunk(vals)
+                if size == CHUNK:  # 9..16 blocks left: the medium path's chunk, then a piece
+                    last_chunk(vals)
+                else:  # 1..16 left: 9..16 as the medium path, 1..8 straight to their piece
+                    mid = b.append_basic_block(f"nr{nr}.chunkmid")
+                    sw3 = b.switch(vals[-1], mid)
+                    for m, (pb, args) in phis.items():
+                        sw3.add_case(ir.Constant(i64, m), pb)
+                        for phi, v in zip(args, vals[:-1], strict=True):
+                            phi.add_incoming(v, after)
+                    b.position_at_end(mid)
+                    last_chunk(vals)
     f.dispatch_nr(ctx, arm)
     b.branch(fail)
     b.position_at_end(fail)  # a context key_init did not finish, or a caller's shape error
@@ -434,13 +450,26 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     seal on the one-block-wide x86 backends, where the general path's fixed cost is largest.
     Why (same-run A/B, Zen 4, design notes "Chunks past 256 bytes"): against the general path
     the chunks took 0.70-0.76x at 257-300 B and 0.92-1.00x at 576-640 B on aesni_pclmul_avx
-    (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Not
-    vaes_avx2: chunks of 16 blocks (8 ymm AES chains) took 0.85-0.92x at 257-320 B but 1.06x
-    from 512 B, and open, whose general path stays, would fall 12-16% behind seal at 272 and
-    383 B.  Not open: aesni_pclmul_avx's general dec is already faster than these seals."""
+    (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Not open
+    there: aesni_pclmul_avx's general dec is already faster than these seals.
+
+    VAES_CHUNK_BLOCKS on vaes_avx2, seal and open (chunks of WIDE_CHUNK blocks; design notes
+    "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
+    0.79-0.98x (512 B 1.03x: the limit sits on 511 B, where target 2 compares with 496 B),
+    open 257-305 B 0.88-0.97x, but 1.02-1.09x at 320, 352 and 384 B, where the general dec's
+    lead group of 16 ends without an odd block."""
+    if _wide_unmasked(backend):
+        return VAES_CHUNK_BLOCKS[mode]
     if mode is not ENC or not _one_block_wide(backend):
         return 0
     return CHUNK_BLOCKS["avx" if "avx" in backend.llvm_enabled else "sse"]
+
+
+def loop_chunk(backend: Backend) -> int:
+    """Blocks per step of vg.short.<mode>.chunks' loop: CHUNK, but WIDE_CHUNK on VAES, whose
+    chunk of 8 blocks has only 4 AES chains in flight (ymm pairs) and a reduction per 128 bytes
+    on GHASH's serial chain."""
+    return WIDE_CHUNK if _wide_unmasked(backend) else CHUNK
 
 
 def record_blocks(params: Params) -> int:
@@ -477,6 +506,10 @@ def _one_block_wide(be: Backend) -> bool:
     return be.prims == "x86" and not be.masked and be.width < WIDE
 
 
+def _wide_unmasked(be: Backend) -> bool:
+    return be.prims == "x86" and not be.masked and be.width >= WIDE
+
+
 def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
     medium_blocks unless given: where the medium path (and the chunks) are functions of their
@@ -491,6 +524,22 @@ def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     def past(n: int) -> ir.Value:
         return b.icmp_unsigned(">", args[6], ir.Constant(i64, 16 * n))
 
+    if chunks_inside(fn.params, mode) and blocks > MEDIUM_BLOCKS:
+        # weighted: the short path falls through (laid out behind the call, it measured
+        # seal 64-256 B 1.02-1.03x at one stack offset, Zen 3)
+        ends = []
+        chunks, short, join = (b.append_basic_block(f"chunks.{k}")
+                               for k in ("then", "else", "join"))
+        b.cbranch(past(MEDIUM_BLOCKS), chunks, short).set_weights([1, 99])
+        for bb, which in ((short, {}), (chunks, {"chunks": True})):
+            b.position_at_end(bb)
+            ends.append((go(**which)[0], b.block))
+            b.branch(join)
+        b.position_at_end(join)
+        t = b.phi(vec(1), name="chunks.t")
+        for v, blk in ends:
+            t.add_incoming(v, blk)
+        return t
     if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
         return go()[0]
     longer = lambda: go(medium=True)  # noqa: E731
@@ -510,6 +559,14 @@ def fits(b: ir.IRBuilder, nl: ir.Value, al: ir.Value, ln: ir.Value,
                   b.icmp_unsigned("<=", ln, c(16 * blocks)))
 
 
+def chunks_inside(params: Params, mode: Mode) -> bool:
+    """Whether the caller of vg.short.<mode> picks vg.short.<mode>.chunks past MEDIUM_BLOCKS
+    (`call`: a branch on the length before the call) on a backend whose medium path lives in
+    vg.short.<mode> (vaes_avx2).  Not vg.short.<mode> itself: a case of its switch, or a
+    branch at its top, changed its register allocation (seal 64-128 B 1.06-1.08x, Zen 3)."""
+    return _wide_unmasked(params.backend) and bool(chunk_blocks(params.backend, mode))
+
+
 def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
         build_short(module, params, mode)
@@ -524,6 +581,15 @@ def build_all(module: ir.Module, params: Params) -> None:
         build_record_copy(module, params)
 
 
+def placed_last(params: Params) -> list[str]:
+    """The functions `module.generate` moves to the end of the module: the VAES chunks, so
+    adding them moved no function before them (a function added mid-module moved open at
+    257-367 B by 4-10% with its code unchanged, Zen 3: design notes)."""
+    if not _wide_unmasked(params.backend):
+        return []
+    return [symbol(m, chunks=True) for m in (ENC, DEC) if chunk_blocks(params.backend, m)]
+
+
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
-           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks", "record_blocks",
-           "separate_medium", "symbol", "with_byte"]
+           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks",
+           "placed_last", "record_blocks", "separate_medium", "symbol", "with_byte"]
