@@ -12,7 +12,9 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
                    enc its keystream is emitted before the pending group (`end_keystream`);
                    in dec, an end of at most 16 bytes is one xmm block (`one_block`)
   vectors          u vectors per iteration, then (without masks) one vector per iteration
-  blocks           (without masks) one block per iteration
+  blocks           (without masks) one block per iteration; on two lanes at most one, the odd
+                   block, whose keystream enc computes with the partial block's as one ymm
+                   chain (`end_pair`)
   partial block    (without masks) the last n < 16 bytes
   length block     [len(A)]_64 || [len(C)]_64
 """
@@ -146,15 +148,16 @@ class Leftover:
 
     def one_vector(self, c: Cursor, width: int, load: Callable[[ir.Value], ir.Value],
                    store: Callable[[ir.Value, ir.Value], None],
-                   mask: ir.Value | None = None) -> None:
+                   mask: ir.Value | None = None, ks: ir.Value | None = None) -> None:
         """One vector of `width` blocks (a block, or the partial block when ``mask`` covers
-        its bytes): keystream, xor, store, ghash_accumulate."""
+        its bytes): keystream (``ks``: computed before), xor, store, ghash_accumulate."""
         fn, em, b, mode = self.fn, self.em, self.b, self.fn.mode
         off = b.shl(c.j, _c(4))
         d = load(off)
         out = d
         if mode.keystream:
-            (ks,) = fn.keystream(c.ctr, width, 1)
+            if ks is None:
+                (ks,) = fn.keystream(c.ctr, width, 1)
             out = b.xor(d, ks)
             store(off, out)
             c.ctr = ctrs.add(em, c.ctr, width)
@@ -207,10 +210,34 @@ class Leftover:
                             lambda off, x: em.store(x, self.fn.out, off))
         return v.c
 
+    def odd_block(self, c: Cursor, ks: ir.Value) -> Cursor:
+        """Two lanes: the one whole block the pairs leave (if any), on keystream ``ks``."""
+        em, b = self.em, self.b
+
+        def go():
+            here = Cursor(c.j, c.q, c.ctr, c.sums, c.x)
+            self.one_vector(here, 1, lambda off: em.load(self.fn.inp, off, 1),
+                            lambda off, x: em.store(x, self.fn.out, off), ks=ks)
+            return [here]
+        (out,) = em.if_else_values(b.icmp_unsigned("<", c.j, self.e), go, lambda: [c], "odd")
+        return out
+
+    def end_pair(self, c: Cursor) -> tuple[ir.Value, ir.Value]:
+        """Two lanes, enc: the keystream of the odd block and of the partial block as one
+        ymm chain (counters c.ctr, c.ctr + 1) instead of an xmm chain each; returns the odd
+        block's and the partial block's (lane 1 after an odd block, else lane 0)."""
+        fn, em, b = self.fn, self.em, self.b
+        odd = b.icmp_unsigned("<", c.j, self.e)
+        need = b.or_(odd, self.has_p)
+        (pair,) = em.if_else_values(need, lambda: fn.keystream(c.ctr, 2, 1),
+                                    lambda: [zero(2)], "endks")
+        first, second = em.lane(pair, 0), em.lane(pair, 1)
+        return first, b.select(odd, second, first)
+
     # -- the end of the text -----------------------------------------------------------------
-    def partial_block(self, c: Cursor) -> Cursor:
+    def partial_block(self, c: Cursor, ks: ir.Value | None = None) -> Cursor:
         """The last p < 16 bytes (plus the extra byte): loaded and stored without touching a
-        byte past them, hashed zero-padded."""
+        byte past them, hashed zero-padded (``ks``: its keystream, computed before)."""
         fn, em, b = self.fn, self.em, self.b
         p = self.p
 
@@ -235,7 +262,7 @@ class Leftover:
             here = Cursor(self.e, c.q, c.ctr, c.sums, c.x)
             self.one_vector(here, 1, lambda off: d,
                             lambda off, x: partial.store_block(em, em.gep(fn.out, off), pn, x,
-                                                               vector), mask)
+                                                               vector), mask, ks)
             return [here.ctr, here.sums, here.x]
         ctr, sums, x = em.if_else_values(self.has_p, go, lambda: [c.ctr, c.sums, c.x], "part")
         return Cursor(c.j, c.q, ctr, sums, x)
@@ -399,7 +426,11 @@ class Leftover:
             c = self.loop_vectors("wide", c, 1)
             wide = c.sums
             one = Cursor(c.j, c.q, c.ctr, narrow, em.lane(c.x, 0) if w > 1 else c.x)
-            one = self.partial_block(self.loop_blocks(one))
+            if w == 2 and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
+                ks_odd, ks_part = self.end_pair(one)
+                one = self.partial_block(self.odd_block(one, ks_odd), ks_part)
+            else:
+                one = self.partial_block(self.loop_blocks(one))
             c.ctr, narrow, x = one.ctr, one.sums, one.x
         if fn.mode.hashed is None:
             return zero(1), c.ctr
