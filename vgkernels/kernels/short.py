@@ -30,12 +30,14 @@ on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_me
 
 Chunks (``chunk_blocks``: seal on the one-block-wide backends, seal and open on vaes_avx2):
 past MEDIUM_BLOCKS, up to 640 B (AVX), 2560 B (SSE), or 512 B seal / 304 B open (vaes_avx2),
-vg.short.<mode>.chunks loops over chunks of `loop_chunk` blocks (8, or 16 on VAES), each
-folding the sum so far into S (S*H^size + the chunk's terms, one reduction), while more than
-MEDIUM_BLOCKS blocks remain, then ends as the medium path does (on VAES 1..8 blocks left go
-straight to their piece).  The general path's fixed cost (vg.setup's J0 and E(J0), the AAD's
-multiply, the stitched loop's start and drain with the last group hashed alone, the state
-through memory) cost 30-40 ns there at 257-300 B on aesni_pclmul_avx, 10-20 ns on vaes_avx2.
+vg.short.<mode>.chunks loops over chunks of CHUNK blocks, each folding the sum so far into S
+(S*H^CHUNK + the chunk's terms, one reduction), while more than MEDIUM_BLOCKS blocks remain,
+then ends as the medium path does.  On VAES: a chunk of WIDE_CHUNK blocks (reduced) when more
+than 24 blocks remain, then one chunk of 16 or 8 blocks whose unreduced sums, its blocks at
+their powers in the whole message, the tail's piece takes into its one reduction (`joined`).
+The general path's fixed cost (vg.setup's J0 and E(J0), the AAD's multiply, the stitched
+loop's start and drain with the last group hashed alone, the state through memory) cost
+30-40 ns there at 257-300 B on aesni_pclmul_avx, 10-20 ns on vaes_avx2.
 
 Every branch is on a length (public), every address is a buffer plus a length.
 """
@@ -47,6 +49,7 @@ from llvmlite import ir
 from ..backends import Backend
 from ..ir import aes, partial
 from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
+from ..ir.ghash import Parts
 from .common import Fn, Params, copy_from_64
 from .modes import DEC, ENC, Mode
 
@@ -58,7 +61,7 @@ MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
 # without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
 CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 19}
-WIDE_CHUNK = 16  # blocks: the chunks' loop on VAES (8 ymm AES chains); see loop_chunk
+WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
 DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
@@ -207,20 +210,46 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         else piece_blocks(params.backend, mode)
     first = SHORT_BLOCKS + 1 if long_only else 0
     tail_only = medium_only or chunks_only  # the pieces only the chunks reach
+    # VAES: chunks of WIDE_CHUNK blocks (8 ymm AES chains; one of CHUNK has 4), the one
+    # before the tail's piece joining its sums to the piece's (`chunk`): no loop, 2 * WIDE_CHUNK
+    # blocks at most
+    joined = chunks_only and _wide_unmasked(params.backend)
     medium = tail_only or (not extra and medium_blocks(params, mode) > pieces
                               and not separate_medium(params))
 
-    def chunk(nr: int, cin, cout, nvc, lc, a, nc, size: int = CHUNK) -> list:
+    def chunk(nr: int, cin, cout, nvc, lc, a, nc, size: int = CHUNK,
+              joined: bool = False) -> list:
         """One chunk of ``size`` blocks (all whole), at cin with counters from nvc + 2 and nc
         blocks from here on.  With t blocks after it, A is at H^(size+t+2) and block k at
         H^(size+t+1-k), so the sum is S*H^(t+2) + (the rest's terms) with
         S = A*H^size + C1*H^(size-1) + .. + C(size-1)*H + C(size): S, reduced, takes A's
         place in what follows (another chunk, or the tail's piece), and the chunk's powers are
         constants.  Returns the rest's (in, out, counter base, length, A) and its block
-        count."""
+        count.
+
+        ``joined``: the chunk before the tail's piece, not reduced: A and its blocks at their
+        powers in the whole message (H^(size+t+2) .. H^(t+2), loaded by t), the sums handed
+        to the piece (`piece`'s ``pre``) for its one reduction; returns (in, out, counter
+        base, length, the sums' lo, mi, hi) and the tail's block count t."""
         w = WIDE if params.backend.width >= WIDE else 1
         ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvc, 2 + w * v, w, chunks_only)
                                            for v in range(size // w)], f.round_keys(ctx, nr, w))
+        if joined:
+            t = b.sub(nc, c(size))
+            acc = gh.accumulate(None, a, f.power(ctx, b.add(t, c(size + 2)), 1))
+            accw = None
+            for v in range(size // w):
+                d = em.load(cin, 16 * w * v, w)
+                o = b.xor(d, ks[v])
+                em.store(o, cout, 16 * w * v)
+                accw = gh.accumulate(accw, em.bswap_lanes(mode.hashed_value(d, o)),
+                                     f.power(ctx, b.add(t, c(size + 1 - w * v)), w))
+            assert accw is not None
+            acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
+            nvt = b.add(nvc, ir.Constant(dvec(1), [ir.Constant(i32, x)
+                                                   for x in (0, 0, 0, size << 24)]))
+            return [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt,
+                    b.sub(lc, c(16 * size)), acc.lo, acc.mi, acc.hi, t]
         acc = gh.accumulate(None, a, f.power(ctx, size, 1))
         accw, hv = None, None
         for v in range(size // w):
@@ -239,7 +268,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         return [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt, b.sub(lc, c(16 * size)),
                 state, b.sub(nc, c(size))]
 
-    def piece(nr: int, m: int, tin, tout, nvt, lt, a) -> None:
+    def piece(nr: int, m: int, tin, tout, nvt, lt, a, pre: Parts | None = None) -> None:
         """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
         nvt + 2: a at H^(m+2), block k at H^(m+1-k), then the length block; nr rounds."""
         w = WIDE if params.backend.width >= WIDE and m >= WIDE_FROM else 1
@@ -257,7 +286,8 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         if pairs:
             ksw = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvt, 2 + w * v, w, medium)
                                                 for v in range(pairs)], f.round_keys(ctx, nr, w))
-        acc = gh.accumulate(None, a, f.power(ctx, m + 2, 1))
+        # pre: a joined chunk's unreduced sums, which hold A's term (a is None then)
+        acc = pre if a is None else gh.accumulate(pre, a, f.power(ctx, m + 2, 1))
         accw = None
         for v in range(pairs):  # blocks w*v .. w*v + w - 1 at H^(m+1-wv) downwards
             off = 16 * w * v
@@ -332,13 +362,18 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                 swm.add_case(ir.Constant(i64, m), pb)
             b.position_at_end(pb)
             args = [inp, out, nv, ln, a]
+            if joined:  # in, out, counter base, length and the joined chunk's sums
+                args = [inp, out, nv, ln, a, a, a]
             if medium and 1 <= m <= MEDIUM_BLOCKS - CHUNK:
                 args = [b.phi(v.type, name=f"t{k}") for k, v in enumerate(args)]
                 if not tail_only:
                     for phi, v in zip(args, [inp, out, nv, ln, a], strict=True):
                         phi.add_incoming(v, entry)
                 phis[m] = (pb, args)
-            piece(nr, m, *args)
+            if joined:
+                piece(nr, m, *args[:4], None, Parts(*args[4:]))
+            else:
+                piece(nr, m, *args)
         if medium:
             def last_chunk(vals_in: list) -> None:
                 """The chunk before the tail's piece, which one switch picks."""
@@ -349,7 +384,30 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                     for phi, v in zip(args, vals, strict=True):
                         phi.add_incoming(v, b.block)
             start = [inp, out, nv, ln, a, nblk]
-            if not chunks_only:
+            if joined:
+                def to_piece(vals: list) -> None:
+                    *vals, tn = vals
+                    sw = b.switch(tn, fail)
+                    for m, (pb, args) in phis.items():
+                        sw.add_case(ir.Constant(i64, m), pb)
+                        for phi, v in zip(args, vals, strict=True):
+                            phi.add_incoming(v, b.block)
+                top = chunk_blocks(params.backend, mode)
+                tail = MEDIUM_BLOCKS - CHUNK
+                assert top <= 2 * WIDE_CHUNK
+                j16 = b.append_basic_block(f"nr{nr}.joined")
+                for m in range(MEDIUM_BLOCKS + 1, min(top, WIDE_CHUNK + tail) + 1):
+                    swm.add_case(ir.Constant(i64, m), j16)
+                b.position_at_end(j16)
+                to_piece(chunk(nr, *start, size=WIDE_CHUNK, joined=True))
+                if top > WIDE_CHUNK + tail:  # one reduced chunk of 16, then the medium's 8
+                    red = b.append_basic_block(f"nr{nr}.reduced")
+                    for m in range(WIDE_CHUNK + tail + 1, top + 1):
+                        swm.add_case(ir.Constant(i64, m), red)
+                    b.position_at_end(red)
+                    vals = chunk(nr, *start, size=WIDE_CHUNK)
+                    to_piece(chunk(nr, *vals, size=CHUNK, joined=True))
+            elif not chunks_only:
                 cb = b.append_basic_block(f"nr{nr}.chunk")
                 for m in range(SHORT_BLOCKS + 1, MEDIUM_BLOCKS + 1):
                     swm.add_case(ir.Constant(i64, m), cb)
@@ -368,24 +426,13 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                 carried = [b.phi(v.type, name=f"c{k}") for k, v in enumerate(start)]
                 for phi, v in zip(carried, start, strict=True):
                     phi.add_incoming(v, pre)
-                size = loop_chunk(params.backend)
-                vals = chunk(nr, *carried, size=size)
+                vals = chunk(nr, *carried)
                 after = b.append_basic_block(f"nr{nr}.chunklast")
                 b.cbranch(b.icmp_unsigned(">", vals[-1], c(MEDIUM_BLOCKS)), lb, after)
                 for phi, v in zip(carried, vals, strict=True):
                     phi.add_incoming(v, b.block)
                 b.position_at_end(after)
-                if size == CHUNK:  # 9..16 blocks left: the medium path's chunk, then a piece
-                    last_chunk(vals)
-                else:  # 1..16 left: 9..16 as the medium path, 1..8 straight to their piece
-                    mid = b.append_basic_block(f"nr{nr}.chunkmid")
-                    sw3 = b.switch(vals[-1], mid)
-                    for m, (pb, args) in phis.items():
-                        sw3.add_case(ir.Constant(i64, m), pb)
-                        for phi, v in zip(args, vals[:-1], strict=True):
-                            phi.add_incoming(v, after)
-                    b.position_at_end(mid)
-                    last_chunk(vals)
+                last_chunk(vals)
     f.dispatch_nr(ctx, arm)
     b.branch(fail)
     b.position_at_end(fail)  # a context key_init did not finish, or a caller's shape error
@@ -463,13 +510,6 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     if mode is not ENC or not _one_block_wide(backend):
         return 0
     return CHUNK_BLOCKS["avx" if "avx" in backend.llvm_enabled else "sse"]
-
-
-def loop_chunk(backend: Backend) -> int:
-    """Blocks per step of vg.short.<mode>.chunks' loop: CHUNK, but WIDE_CHUNK on VAES, whose
-    chunk of 8 blocks has only 4 AES chains in flight (ymm pairs) and a reduction per 128 bytes
-    on GHASH's serial chain."""
-    return WIDE_CHUNK if _wide_unmasked(backend) else CHUNK
 
 
 def record_blocks(params: Params) -> int:
