@@ -375,23 +375,20 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             else:
                 piece(nr, m, *args)
         if medium:
-            def last_chunk(vals_in: list) -> None:
-                """The chunk before the tail's piece, which one switch picks."""
-                *vals, tn = chunk(nr, *vals_in)
-                sw2 = b.switch(tn, fail)
+            def to_piece(vals: list) -> None:
+                """A chunk's values to the tail's piece, which one switch on its count picks."""
+                *vals, tn = vals
+                sw = b.switch(tn, fail)
                 for m, (pb, args) in phis.items():
-                    sw2.add_case(ir.Constant(i64, m), pb)
+                    sw.add_case(ir.Constant(i64, m), pb)
                     for phi, v in zip(args, vals, strict=True):
                         phi.add_incoming(v, b.block)
+
+            def last_chunk(vals_in: list) -> None:
+                """The chunk before the tail's piece."""
+                to_piece(chunk(nr, *vals_in))
             start = [inp, out, nv, ln, a, nblk]
             if joined:
-                def to_piece(vals: list) -> None:
-                    *vals, tn = vals
-                    sw = b.switch(tn, fail)
-                    for m, (pb, args) in phis.items():
-                        sw.add_case(ir.Constant(i64, m), pb)
-                        for phi, v in zip(args, vals, strict=True):
-                            phi.add_incoming(v, b.block)
                 top = chunk_blocks(params.backend, mode)
                 tail = MEDIUM_BLOCKS - CHUNK
                 assert top <= 2 * WIDE_CHUNK
