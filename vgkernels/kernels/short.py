@@ -234,39 +234,31 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         w = WIDE if params.backend.width >= WIDE else 1
         ks = aes.aes_encrypt(em, f.prims, [counter_vector(em, nvc, 2 + w * v, w, chunks_only)
                                            for v in range(size // w)], f.round_keys(ctx, nr, w))
-        if joined:
-            t = b.sub(nc, c(size))
-            acc = gh.accumulate(None, a, f.power(ctx, b.add(t, c(size + 2)), 1))
-            accw = None
-            for v in range(size // w):
-                d = em.load(cin, 16 * w * v, w)
-                o = b.xor(d, ks[v])
-                em.store(o, cout, 16 * w * v)
-                accw = gh.accumulate(accw, em.bswap_lanes(mode.hashed_value(d, o)),
-                                     f.power(ctx, b.add(t, c(size + 1 - w * v)), w))
-            assert accw is not None
-            acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
-            nvt = b.add(nvc, ir.Constant(dvec(1), [ir.Constant(i32, x)
-                                                   for x in (0, 0, 0, size << 24)]))
-            return [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt,
-                    b.sub(lc, c(16 * size)), acc.lo, acc.mi, acc.hi, t]
-        acc = gh.accumulate(None, a, f.power(ctx, size, 1))
+        t = b.sub(nc, c(size)) if joined else None  # the tail's blocks
+
+        def power(e: int, width: int) -> ir.Value:  # H^e in S's terms; joined: in the message's
+            return f.power(ctx, b.add(t, c(e + 2)) if t is not None else e, width)
+        acc = gh.accumulate(None, a, power(size, 1))
         accw, hv = None, None
         for v in range(size // w):
             d = em.load(cin, 16 * w * v, w)
             o = b.xor(d, ks[v])
             em.store(o, cout, 16 * w * v)
             hv = em.bswap_lanes(mode.hashed_value(d, o))
-            if size - 1 - w * v:  # the last block is added unmultiplied, after the reduction
-                # (a vector's powers from H^1 run into the zero padding: its last lane adds 0)
-                accw = gh.accumulate(accw, hv, f.power(ctx, size - 1 - w * v, w))
+            if joined or size - 1 - w * v:  # else the last block is added unmultiplied, after
+                # the reduction (a vector's powers from H^1 run into the zero padding: its last
+                # lane adds 0)
+                accw = gh.accumulate(accw, hv, power(size - 1 - w * v, w))
         assert accw is not None and hv is not None
         acc = gh.add(acc, gh.fold_parts(accw) if w > 1 else accw)
-        state = em.xor(gh.reduce(acc), em.lane(hv, w - 1) if w > 1 else hv)
+        if t is None:
+            state = em.xor(gh.reduce(acc), em.lane(hv, w - 1) if w > 1 else hv)
         nvt = b.add(nvc, ir.Constant(dvec(1), [ir.Constant(i32, x)
                                                for x in (0, 0, 0, size << 24)]))
-        return [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt, b.sub(lc, c(16 * size)),
-                state, b.sub(nc, c(size))]
+        rest = [em.gep(cin, 16 * size), em.gep(cout, 16 * size), nvt, b.sub(lc, c(16 * size))]
+        if t is not None:
+            return [*rest, acc.lo, acc.mi, acc.hi, t]
+        return [*rest, state, b.sub(nc, c(size))]
 
     def piece(nr: int, m: int, tin, tout, nvt, lt, a, pre: Parts | None = None) -> None:
         """m blocks of text at tin (the last one 1..16 bytes; lt bytes in all), counters from
@@ -622,9 +614,7 @@ def placed_last(params: Params) -> list[str]:
     """The functions `module.generate` moves to the end of the module: the VAES chunks, so
     adding them moved no function before them (a function added mid-module moved open at
     257-367 B by 4-10% with its code unchanged, Zen 3: design notes)."""
-    if not _wide_unmasked(params.backend):
-        return []
-    return [symbol(m, chunks=True) for m in (ENC, DEC) if chunk_blocks(params.backend, m)]
+    return [symbol(m, chunks=True) for m in (ENC, DEC) if chunks_inside(params, m)]
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
