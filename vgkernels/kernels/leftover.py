@@ -11,7 +11,9 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
                    straight-line piece of m byte-masked vectors, emitted before the loop; in
                    enc its keystream is emitted before the pending group (`end_keystream`);
                    in dec, an end of at most 16 bytes is one xmm block (`one_block`)
-  vectors          u vectors per iteration, then (without masks) one vector per iteration
+  vectors          u vectors per iteration, then (without masks) the m < u vectors left: in
+                   enc one straight-line piece picked by m (`rest_vectors`), else a loop of
+                   one vector per iteration
   blocks           (without masks) one block per iteration; on two lanes at most one, the odd
                    block, whose keystream enc computes with the partial block's as one ymm
                    chain (`end_pair`)
@@ -181,6 +183,29 @@ class Leftover:
                 self.one_vector(v.c, w, lambda off: em.load(self.fn.inp, off, w),
                                 lambda off, x: em.store(x, self.fn.out, off))
         return v.c
+
+    def rest_vectors(self, c: Cursor, u: int) -> Cursor:
+        """The m < u whole vectors the u-vector loop leaves, as one straight-line piece
+        (`vectors`: the m AES chains in flight at once) picked by m, instead of a loop of one
+        vector per iteration."""
+        em, b = self.em, self.b
+        nv = b.lshr(b.sub(self.e, c.j), _c(self.fn.p.w.bit_length() - 1))
+
+        def some(m: int):
+            def go():
+                h = Cursor(c.j, c.q, c.ctr, c.sums, c.x)
+                self.vectors(h, m)
+                return [h]
+            return go
+
+        def pick(m: int):
+            if m == u - 1:
+                return some(m)
+            return lambda: em.if_else_values(b.icmp_unsigned("==", nv, _c(m)), some(m),
+                                             pick(m + 1), f"rest{m}")
+        (out,) = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), lambda: [c], pick(1),
+                                   "rest")
+        return out
 
     def head_keystream(self, c: Cursor, u: int, pending: ir.Value) -> list[ir.Value]:
         """The keystream of the u-vector loop's first iteration when enc's pending group
@@ -423,7 +448,10 @@ class Leftover:
             c.ctr = ctr_end
             x = x_len  # else the state went to the masked piece or to the loop's first vector
         else:
-            c = self.loop_vectors("wide", c, 1)
+            if u > 1 and fn.mode.hashes_output:
+                c = self.rest_vectors(c, u)
+            else:  # dec: straight-line rest pieces moved vaes_avx2's registers, 1-4% slower
+                c = self.loop_vectors("wide", c, 1)
             wide = c.sums
             one = Cursor(c.j, c.q, c.ctr, narrow, em.lane(c.x, 0) if w > 1 else c.x)
             if w == 2 and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
