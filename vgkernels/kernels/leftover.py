@@ -16,7 +16,7 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
                    one vector per iteration
   blocks           (without masks) one block per iteration; on two lanes at most one, the odd
                    block, whose keystream enc computes with the partial block's as one ymm
-                   chain (`end_pair`)
+                   chain, beside the rest vectors' chains (`end_pair`)
   partial block    (without masks) the last n < 16 bytes
   length block     [len(A)]_64 || [len(C)]_64
 """
@@ -184,18 +184,30 @@ class Leftover:
                                 lambda off, x: em.store(x, self.fn.out, off))
         return v.c
 
-    def rest_vectors(self, c: Cursor, u: int) -> Cursor:
+    def rest_vectors(self, c: Cursor, u: int, with_end: bool
+                     ) -> tuple[Cursor, ir.Value | None]:
         """The m < u whole vectors the u-vector loop leaves, as one straight-line piece
         (`vectors`: the m AES chains in flight at once) picked by m, instead of a loop of one
-        vector per iteration."""
-        em, b = self.em, self.b
-        nv = b.lshr(b.sub(self.e, c.j), _c(self.fn.p.w.bit_length() - 1))
+        vector per iteration.  ``with_end``: the piece also computes, as chain m + 1, the end
+        pair's keystream (`end_pair`) if an odd or a partial block follows, and returns it
+        (else zero): its AES chain then runs beside the rest's instead of after them."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        nv = b.lshr(b.sub(self.e, c.j), _c(w.bit_length() - 1))
+        need = self.end_keystream_needed(c) if with_end else None
 
         def some(m: int):
             def go():
                 h = Cursor(c.j, c.q, c.ctr, c.sums, c.x)
-                self.vectors(h, m)
-                return [h]
+                if need is None:
+                    if m:
+                        self.vectors(h, m)
+                    return [h]
+                ks = em.if_else_values(need, lambda: fn.keystream(c.ctr, w, m + 1),
+                                       lambda: [*fn.keystream(c.ctr, w, m), zero(w)]
+                                       if m else [zero(w)], f"endks{m}")
+                if m:
+                    self.vectors(h, m, ks[:m])
+                return [h, ks[m]]
             return go
 
         def pick(m: int):
@@ -203,9 +215,14 @@ class Leftover:
                 return some(m)
             return lambda: em.if_else_values(b.icmp_unsigned("==", nv, _c(m)), some(m),
                                              pick(m + 1), f"rest{m}")
-        (out,) = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), lambda: [c], pick(1),
-                                   "rest")
-        return out
+        out = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), some(0), pick(1), "rest")
+        return out[0], (out[1] if with_end else None)
+
+    def end_keystream_needed(self, c: Cursor) -> ir.Value:
+        """Two lanes, after the whole vectors: an odd block or a partial block."""
+        b = self.b
+        odd = b.icmp_unsigned("!=", b.and_(b.sub(self.e, c.j), _c(1)), _c(0))
+        return b.or_(odd, self.has_p)
 
     def head_keystream(self, c: Cursor, u: int, pending: ir.Value) -> list[ir.Value]:
         """The keystream of the u-vector loop's first iteration when enc's pending group
@@ -247,15 +264,13 @@ class Leftover:
         (out,) = em.if_else_values(b.icmp_unsigned("<", c.j, self.e), go, lambda: [c], "odd")
         return out
 
-    def end_pair(self, c: Cursor) -> tuple[ir.Value, ir.Value]:
-        """Two lanes, enc: the keystream of the odd block and of the partial block as one
-        ymm chain (counters c.ctr, c.ctr + 1) instead of an xmm chain each; returns the odd
-        block's and the partial block's (lane 1 after an odd block, else lane 0)."""
-        fn, em, b = self.fn, self.em, self.b
+    def end_pair(self, c: Cursor, pair: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Two lanes, enc: the odd block's and the partial block's keystream from one ymm
+        chain (counters c.ctr, c.ctr + 1, computed by `rest_vectors`) instead of an xmm
+        chain each: lane 0 for the odd block, the partial block's lane 1 after an odd block,
+        else lane 0."""
+        em, b = self.em, self.b
         odd = b.icmp_unsigned("<", c.j, self.e)
-        need = b.or_(odd, self.has_p)
-        (pair,) = em.if_else_values(need, lambda: fn.keystream(c.ctr, 2, 1),
-                                    lambda: [zero(2)], "endks")
         first, second = em.lane(pair, 0), em.lane(pair, 1)
         return first, b.select(odd, second, first)
 
@@ -448,14 +463,19 @@ class Leftover:
             c.ctr = ctr_end
             x = x_len  # else the state went to the masked piece or to the loop's first vector
         else:
-            if u > 1 and fn.mode.hashes_output:
-                c = self.rest_vectors(c, u)
+            rest = u > 1 and fn.mode.hashes_output
+            # two lanes: the end pair's chain in the rest's piece (vaes_avx2 seal with an odd
+            # or partial block 0.94-0.98, same run); one lane's partial block: 0.97-1.04
+            with_end = rest and w == 2 and fn.mode.keystream and not fn.extra
+            end_ks = None
+            if rest:
+                c, end_ks = self.rest_vectors(c, u, with_end)
             else:  # dec: straight-line rest pieces moved vaes_avx2's registers, 1-4% slower
                 c = self.loop_vectors("wide", c, 1)
             wide = c.sums
             one = Cursor(c.j, c.q, c.ctr, narrow, em.lane(c.x, 0) if w > 1 else c.x)
-            if w == 2 and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
-                ks_odd, ks_part = self.end_pair(one)
+            if with_end:
+                ks_odd, ks_part = self.end_pair(one, end_ks)
                 one = self.partial_block(self.odd_block(one, ks_odd), ks_part)
             else:
                 one = self.partial_block(self.loop_blocks(one))
