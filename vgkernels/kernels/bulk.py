@@ -59,6 +59,9 @@ class BulkFn:
         self.f = Fn(module, params, name, void, mode.arg_types(extra))
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
+        # a skewed enc loop's last iteration began the rounds of the group after it, whose
+        # counters are the leftover's: the leftover finishes them (`Leftover.keystream`)
+        self.begun: list[ir.Value] = []
         self.f.fn.attributes.add("noinline")
         self.em, self.b = self.f.em, self.f.b
         self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
@@ -147,6 +150,13 @@ class BulkFn:
             i, s, c, held = em.if_else_values(
                 enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * nheld], "region")
             self.pending_vectors = held
+        elif mode is ENC and self.skew:
+            def region() -> list:
+                out = mode.region(self, end, s0, ctr)
+                return [*out, self.begun]
+            i, s, c, begun = em.if_else_values(
+                enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * self.p.v], "region")
+            self.begun = begun
         else:
             i, s, c = em.if_else_values(enter, lambda: mode.region(self, end, s0, ctr),
                                         lambda: [_c(0), s0, ctr], "region")

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .bulk import BulkFn
 
 
+U = 4  # at most this many vectors per iteration of the leftover's loop
+
+
 def _c(x: int) -> ir.Constant:
     return ir.Constant(i64, x)
 
@@ -71,9 +74,10 @@ class Leftover:
         self.r = b.add(b.add(npend, b.sub(e, i)),
                        b.add(b.zext(self.has_p, i64), b.zext(has_len, i64)))
         self.cur = Cursor(i, npend, ctr, fn.f.gh.zero_parts(fn.p.w), s)
+        self.pending = pending
         self.ks: list[ir.Value] | None = None
         self.head_ks: list[ir.Value] | None = None
-        u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
+        u = min(fn.p.v, U)  # vectors per iteration of the leftover loop
         self.masked = fn.p.backend.masked and fn.p.w > 1 and u > 1
         if self.masked and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
             # the masked end's keystream BEFORE enc's pending group hash: its AES chains then
@@ -191,7 +195,7 @@ class Leftover:
         vector per iteration.  ``with_end``: the piece also computes, as chain m + 1, the end
         pair's keystream (`end_pair`) if an odd or a partial block follows, and returns it
         (else zero): its AES chain then runs beside the rest's instead of after them."""
-        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        em, b, w = self.em, self.b, self.fn.p.w
         nv = b.lshr(b.sub(self.e, c.j), _c(w.bit_length() - 1))
         need = self.end_keystream_needed(c) if with_end else None
 
@@ -200,11 +204,11 @@ class Leftover:
                 h = Cursor(c.j, c.q, c.ctr, c.sums, c.x)
                 if need is None:
                     if m:
-                        self.vectors(h, m)
+                        self.vectors(h, m, self.rest_keystream(c, m, f"{m}"))
                     return [h]
-                ks = em.if_else_values(need, lambda: fn.keystream(c.ctr, w, m + 1),
-                                       lambda: [*fn.keystream(c.ctr, w, m), zero(w)]
-                                       if m else [zero(w)], f"endks{m}")
+                ks = em.if_else_values(need, lambda: self.rest_keystream(c, m + 1, f"{m}e"),
+                                       lambda: [*self.rest_keystream(c, m, f"{m}"), zero(w)],
+                                       f"endks{m}")
                 if m:
                     self.vectors(h, m, ks[:m])
                 return [h, ks[m]]
@@ -217,6 +221,26 @@ class Leftover:
                                              pick(m + 1), f"rest{m}")
         out = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), some(0), pick(1), "rest")
         return out[0], (out[1] if with_end else None)
+
+    def rest_keystream(self, c: Cursor, n: int, tag: str) -> list[ir.Value]:
+        """The keystream of the rest's first n vectors: after a skewed stitched loop, its
+        last iteration's begun group (`BulkFn.begun`) finished, whose counters are these
+        (when the group is at most u vectors, so the u-vector loop never runs after the
+        stitched loop); else from the counter."""
+        fn, em, w = self.fn, self.em, self.fn.p.w
+        if n == 0:
+            return []
+        fresh = lambda: fn.keystream(c.ctr, w, n)  # noqa: E731
+        if not fn.begun or self.pending is None or fn.p.v > U:
+            return fresh()
+
+        def finish() -> list[ir.Value]:
+            out = []
+            for out in aes.aes_rounds_from(em, fn.f.prims, fn.begun[:n],  # noqa: B007
+                                           fn.fresh_round_keys(w), fn.skew):
+                pass
+            return out
+        return em.if_else_values(self.pending, finish, fresh, f"fin{tag}")
 
     def end_keystream_needed(self, c: Cursor) -> ir.Value:
         """Two lanes, after the whole vectors: an odd block or a partial block."""
@@ -448,7 +472,7 @@ class Leftover:
         fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
         gh = fn.f.gh
         c = self.cur
-        u = min(fn.p.v, 4)  # vectors per iteration of the leftover loop
+        u = min(fn.p.v, U)  # vectors per iteration of the leftover loop
         masked = self.masked
         if masked:
             ctr_end, c.sums, narrow, x_len = self.masked_end(c, u)

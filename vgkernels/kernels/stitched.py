@@ -255,6 +255,7 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
                 s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
         v.blocks, v.started = nblk, st2 or []
+    fn.begun = list(v.started)  # the group after the loop's, begun: the leftover's counters
     return [v.i, v.s, v.ctr]
 
 
