@@ -60,7 +60,7 @@ class BulkFn:
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
-        # counters are the leftover's: the leftover finishes them (`Leftover.keystream`)
+        # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
         self.begun: list[ir.Value] = []
         self.f.fn.attributes.add("noinline")
         self.em, self.b = self.f.em, self.f.b

@@ -222,25 +222,25 @@ class Leftover:
         out = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), some(0), pick(1), "rest")
         return out[0], (out[1] if with_end else None)
 
-    def rest_keystream(self, c: Cursor, n: int, tag: str) -> list[ir.Value]:
-        """The keystream of the rest's first n vectors: after a skewed stitched loop, its
-        last iteration's begun group (`BulkFn.begun`) finished, whose counters are these
-        (when the group is at most u vectors, so the u-vector loop never runs after the
-        stitched loop); else from the counter."""
+    def rest_keystream(self, c: Cursor, n: int, name: str) -> list[ir.Value]:
+        """The keystream of the rest's first n vectors.  After a skewed stitched loop, the
+        group its last iteration began (`BulkFn.begun`), finished: its counters are these
+        when a group is at most u vectors (the u-vector loop then never runs after the
+        stitched loop).  Else from the counter."""
         fn, em, w = self.fn, self.em, self.fn.p.w
         if n == 0:
             return []
-        fresh = lambda: fn.keystream(c.ctr, w, n)  # noqa: E731
+
+        def from_counter() -> list[ir.Value]:
+            return fn.keystream(c.ctr, w, n)
         if not fn.begun or self.pending is None or fn.p.v > U:
-            return fresh()
+            return from_counter()
 
         def finish() -> list[ir.Value]:
-            out = []
-            for out in aes.aes_rounds_from(em, fn.f.prims, fn.begun[:n],  # noqa: B007
-                                           fn.fresh_round_keys(w), fn.skew):
-                pass
+            *_, out = aes.aes_rounds_from(em, fn.f.prims, fn.begun[:n], fn.fresh_round_keys(w),
+                                          fn.skew)
             return out
-        return em.if_else_values(self.pending, finish, fresh, f"fin{tag}")
+        return em.if_else_values(self.pending, finish, from_counter, f"fin{name}")
 
     def end_keystream_needed(self, c: Cursor) -> ir.Value:
         """Two lanes, after the whole vectors: an odd block or a partial block."""
