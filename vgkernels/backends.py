@@ -51,13 +51,18 @@ class Backend:
         return frozenset(t[1:] for t in self.llvm_features.split(",") if t.startswith("+"))
 
     @property
+    def vex(self) -> bool:
+        """Three-operand (VEX or EVEX) code: the AVX backends, not the SSE one."""
+        return "avx" in self.llvm_enabled
+
+    @property
     def vector_partials(self) -> bool:
         """Partial blocks through vector registers (`ir.partial.load_partial_vec`,
         `store_partial_vec`) rather than general ones: the AVX backends without byte masks.
         Same run on Zen 3, against general registers: seal 16-145 B 0.82-0.99, open
         0.82-0.95; on the SSE backend (two-operand pshufb, no byte broadcast) mixed, 257 B
         1.01-1.08."""
-        return "avx" in self.llvm_enabled and not self.masked
+        return self.vex and not self.masked
 
 
 # LLVM CPU names of Intel cores (Haswell on) whose (V)PCLMULQDQ has a port of its own (5)

@@ -109,16 +109,18 @@ class BulkFn:
     def keystream(self, ctr: ir.Value, w: int, nvec: int) -> list[ir.Value]:
         """counter_blocks then aes_rounds, all at once (no interleaving)."""
         blocks = ctrs.counter_blocks(self.em, ctr, w, nvec)
-        fresh = self.mode.hashes_output and not self.p.backend.masked
+        be = self.p.backend
+        fresh = self.mode.hashes_output and be.vex and not be.masked
         rk = self.fresh_round_keys(w) if fresh else self.rk[w]
         return aes.aes_encrypt(self.em, self.f.prims, blocks, rk)
 
     def fresh_round_keys(self, w: int) -> list[ir.Value]:
         """The round keys loaded again where a leftover step uses them, not the ones the
         stitched loop holds (volatile: LLVM would merge equal loads): those then die at the
-        loop's end.  enc only, without masks: in vaes_avx2's enc function stack accesses
-        fell from 190 to 124 and seal 1-6% (Zen 3); in dec the same change moved registers
-        and open ran 10% slower."""
+        loop's end.  enc only, AVX without masks: in vaes_avx2's enc function stack
+        accesses fell from 190 to 124 and seal 1-6% (Zen 3); in dec the same change moved
+        registers and open ran 10% slower; the SSE backend's enc (with `rest_vectors`) read
+        4-64 KiB 1.01-1.026."""
         em = self.em
         return [em.broadcast(em.from_i128(em.load_volatile(
                     self.ctx, abi.CTX_ROUND_KEYS + 16 * r, ir.IntType(128))), w)

@@ -487,7 +487,8 @@ class Leftover:
             c.ctr = ctr_end
             x = x_len  # else the state went to the masked piece or to the loop's first vector
         else:
-            rest = u > 1 and fn.mode.hashes_output
+            # the SSE backend: 1-2 KiB 0.96-1.00 but 4-64 KiB 1.01-1.026 (spill slots moved)
+            rest = u > 1 and fn.mode.hashes_output and fn.p.backend.vex
             # two lanes: the end pair's chain in the rest's piece (vaes_avx2 seal with an odd
             # or partial block 0.94-0.98, same run); one lane's partial block: 0.97-1.04
             with_end = rest and w == 2 and fn.mode.keystream and not fn.extra
