@@ -305,11 +305,12 @@ class Leftover:
         fn, em, b = self.fn, self.em, self.b
         p = self.p
 
-        # through vector registers in dec (and hash) on two lanes only (Zen 3, same run):
-        # vaes_avx2 open 257-1041 B 0.87-0.97, but seal 1023-4095 B 1.01-1.035; on
-        # aesni_pclmul_avx its dec function's spills moved, 0.95-1.06 by stack offset
+        # through vector registers on two lanes only (Zen 3, same run): vaes_avx2 open
+        # 257-1041 B 0.87-0.97, seal 1023-4095 B 0.98-0.99 (1.01-1.035 before the enc
+        # leftover's round keys were loaded again); on aesni_pclmul_avx its dec function's
+        # spills moved, open 0.95-1.06 by stack offset, and seal 1151 B 1.025
         vector = (fn.p.backend.vector_partials and fn.p.w == 2 and not fn.extra
-                  and fn.mode.hashes_input)
+                  and fn.mode.hashed is not None)
 
         def go():
             off = b.shl(self.e, _c(4))
