@@ -12,8 +12,9 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
                    enc its keystream is emitted before the pending group (`end_keystream`);
                    in dec, an end of at most 16 bytes is one xmm block (`one_block`)
   vectors          u vectors per iteration, then (without masks) the m < u vectors left: in
-                   enc one straight-line piece picked by m (`rest_vectors`), else a loop of
-                   one vector per iteration
+                   enc on the AVX backends one straight-line piece picked by m
+                   (`rest_vectors`; after a skewed loop it finishes the group the loop
+                   began, `rest_keystream`), else a loop of one vector per iteration
   blocks           (without masks) one block per iteration; on two lanes at most one, the odd
                    block, whose keystream enc computes with the partial block's as one ymm
                    chain, beside the rest vectors' chains (`end_pair`)
