@@ -144,24 +144,18 @@ class BulkFn:
         if split:
             enter = b.and_(enter, b.icmp_unsigned(">=", stitch_end, _c(2 * g)))
         end = stitch_end if mode.stitched else nb
-        if self.carry:  # the pending group's vectors too, joined (zero where not entered)
-            def region() -> list:
-                out = mode.region(self, end, s0, ctr)
-                return [*out, self.pending_vectors]
-            nheld = stitched.carried_vectors(self)
-            i, s, c, held = em.if_else_values(
-                enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * nheld], "region")
-            self.pending_vectors = held
-        elif mode is ENC and self.skew:
-            def region() -> list:
-                out = mode.region(self, end, s0, ctr)
-                return [*out, self.begun]
-            i, s, c, begun = em.if_else_values(
-                enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * self.p.v], "region")
-            self.begun = begun
-        else:
-            i, s, c = em.if_else_values(enter, lambda: mode.region(self, end, s0, ctr),
-                                        lambda: [_c(0), s0, ctr], "region")
+        # what the region leaves in fields besides (i, s, ctr), joined with zeros where it is
+        # not entered: the carried loop's pending group, a skewed enc loop's begun group
+        nheld = stitched.carried_vectors(self) if self.carry else 0
+        nbegun = self.p.v if mode is ENC and self.skew and not self.carry else 0
+
+        def region() -> list:
+            out = mode.region(self, end, s0, ctr)
+            assert len(self.pending_vectors) == nheld and len(self.begun) == nbegun
+            return [*out, self.pending_vectors, self.begun]
+        i, s, c, self.pending_vectors, self.begun = em.if_else_values(
+            enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun],
+            "region")
         pending = enter if mode.stitched else None
         if split:
             y, c = em.if_else_values(
