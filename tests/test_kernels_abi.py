@@ -222,3 +222,48 @@ def test_two_slice_entry_when_present(backend, kernel_sets):
     assert fn(a.ctx, b"n" * 13, 13, b"", 0, bytes(256), 256, b"x", 1, out, tag) == -7
     assert fn(a.ctx, b"n" * 12, 12, bytes(17), 17, bytes(256), 256, b"x", 1, out, tag) == -7
     assert fn(a.ctx, b"n" * 12, 12, b"", 0, bytes(256), 256, b"xy", 2, out, tag) == -7
+
+
+def _round(block: bytes, w, rnd: int | None) -> bytes:
+    """SubBytes, ShiftRows, MixColumns, then round key ``rnd`` (None: none) of the spec."""
+    import numpy as np
+
+    from vgkernels.spec import aes as spec
+    state = np.frombuffer(block, dtype=np.uint8).reshape(4, 4).T.copy()  # column-major
+    spec.sub_bytes(state)
+    spec.shift_rows(state)
+    spec.mix_columns(state)
+    if rnd is not None:
+        spec.add_round_key(state, w, rnd)
+    return state.T.tobytes()
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("ks", [16, 32])
+def test_first_round_table(backend, ks):
+    """The first-round table (abi.CTX_ROUND1) of backends whose loops read it: entry v is
+    R(K0 ^ v at byte 15) ^ R(K0), R = MixColumns(ShiftRows(SubBytes(.))), for all 256 v (the
+    spec's round, not the kernels'); so the first round of any block x is that of x with its
+    last byte zero, XOR entry x[15]."""
+    from vgkernels import backends
+    from vgkernels.spec import aes as spec
+    if not backends.get(backend).first_round:
+        pytest.skip(f"{backend}: its loops do not read the first-round table")
+    key = rbytes(rng("round1", ks), ks)
+    ctx = Ctx(backend, key)
+    assert ctx.rc == 0
+    raw = bytes((ctypes.c_uint8 * abi.CTX_SIZE).from_address(ctx.addr))
+    table = [raw[abi.CTX_ROUND1 + 16 * v:abi.CTX_ROUND1 + 16 * v + 16] for v in range(256)]
+    w = spec.expand_key(key)
+    k0 = bytes(int(w[c, r]) for c in range(4) for r in range(4))
+    base = _round(k0, w, None)
+    for v in range(256):
+        assert table[v] == _xor(_round(k0[:15] + bytes([k0[15] ^ v]), w, None), base), v
+    r = rng("round1-blocks", ks)
+    for v in (0, 1, 2, 127, 254, 255):
+        x0 = rbytes(r, 15) + b"\0"
+        x = x0[:15] + bytes([v])
+        assert _round(_xor(x, k0), w, 1) == _xor(_round(_xor(x0, k0), w, 1), table[v])

@@ -22,7 +22,8 @@ CTX_POWERS = 256  # powers of H, highest first, ending with H^1, then zero paddi
 # group, G = 32.  kernels/bulk.py asserts this for every group it builds.
 CTX_NPOW = 72
 CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole (W - 1 <= 4)
-CTX_SIZE = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472
+CTX_ROUND1 = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472
+CTX_SIZE = CTX_ROUND1 + 16 * 256  # 5568
 CTX_ALIGN = 64
 
 

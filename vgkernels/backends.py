@@ -32,6 +32,8 @@ class Backend:
     enc_lag: int = 1  # enc's lead loop hashes the group stored this many iterations back
     enc_carry: bool = False  # enc hashes the previous group from registers, not reloaded
     stitch_min: int | None = None  # default blocks before the stitched loop (None: 2 x group)
+    first_round: bool = False  # the stitched loops take the counters' first AES round from
+    # the key's table (`CTX_ROUND1`, `stitched.first_round_table`) while the low byte cannot carry
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -92,12 +94,14 @@ BACKENDS: tuple[Backend, ...] = (
         "aesni_pclmul", frozenset({"aes", "pclmulqdq", "ssse3"}),
         "+aes,+pclmul,+ssse3,+sse4.1,-avx,-avx2,-fma,-f16c,-bmi,-bmi2,-adx," + _BASE,
         width=1, group=8, groups=(4, 6, 8), prims="x86", rank=1, karatsuba=True,
+        first_round=True,
         notes="legacy SSE encoding, 16 xmm registers",
     ),
     Backend(
         "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
         width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2, karatsuba=True,
+        first_round=True,
         notes="VEX encoding, the background threads' StitchAvx8",
     ),
     Backend(
@@ -105,7 +109,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
         width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=6,
-        enc_lag=2,
+        enc_lag=2, first_round=True,
         notes="ymm, 16 vector registers",
     ),
     Backend(

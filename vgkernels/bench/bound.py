@@ -84,12 +84,15 @@ class Mix:
 
 def param_mix(backend: str | Backend, variant: Variant | None = None, key_len: int = 16) -> Mix:
     """The mix the generator's parameters say: per vector of W blocks ``rounds`` AES
-    instructions and 3 (Karatsuba) or 4 multiplies, plus the reduction's 2 per group."""
+    instructions (one fewer where the first round comes from the key's table:
+    ``Backend.first_round``) and 3 (Karatsuba) or 4 multiplies, plus the reduction's 2 per
+    group."""
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
     vectors = v.group // be.width
     per = 3 if v.karatsuba else 4
-    return Mix(v.group, ((be.width, vectors * ROUNDS[key_len]),),
+    rounds = ROUNDS[key_len] - (1 if be.first_round else 0)
+    return Mix(v.group, ((be.width, vectors * rounds),),
                ((be.width, vectors * per + 2),))
 
 
@@ -155,11 +158,12 @@ class MixLoop:
         return f"vgb_mix_w{self.width}_c{self.chains}_r{self.rounds}_m{cl}_k{self.clmul_chains}"
 
 
-def mix_loop(mix: Mix, width: int, rounds: int = ROUNDS[16], aes_only: bool = False) -> MixLoop:
+def mix_loop(mix: Mix, width: int, aes_only: bool = False) -> MixLoop:
     """The bound loop of a kernel's mix: as many whole groups per iteration as it takes to
-    have ``MIN_CHAINS`` AES chains, the multiplies of those groups on enough chains that none
-    waits on its own latency."""
-    vectors = max(1, mix.aes_count() // rounds)  # AES vectors per group (aes = vectors x rounds)
+    have ``MIN_CHAINS`` AES chains, each doing the kernel's AES instructions per vector, the
+    multiplies of those groups on enough chains that none waits on its own latency."""
+    vectors = max(1, mix.group // width)  # AES vectors per group
+    rounds = mix.aes_count() // vectors  # the kernel's AES instructions per vector
     groups = math.ceil(MIN_CHAINS / vectors)
     chains = vectors * groups
     if aes_only:

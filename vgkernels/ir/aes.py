@@ -80,13 +80,14 @@ def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Val
     yield _last_round(prims, s, rks[nr], last)
 
 
-def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], upto: int
-              ) -> Iterator[list[ir.Value]]:
+def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], upto: int,
+              done: int = 0) -> Iterator[list[ir.Value]]:
     """Round key 0 and aesenc 1..upto (a group started early, for a skewed loop); yields after
-    every round, the last yield being the partly encrypted states."""
-    s = [em.b.xor(x, rks[0]) for x in states]
+    every round, the last yield being the partly encrypted states.  ``done``: the states
+    already had round key 0 and aesenc 1..done applied."""
+    s = states if done else [em.b.xor(x, rks[0]) for x in states]
     yield s
-    for r in range(1, upto + 1):
+    for r in range(done + 1, upto + 1):
         s = [prims.aesenc(x, rks[r]) for x in s]
         yield s
 

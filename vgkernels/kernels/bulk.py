@@ -69,6 +69,8 @@ class BulkFn:
         self.extra_byte = self.f.args[-1] if extra else None
         # rounds of the next group begun early (enc's skewed loop); at most nr - 1
         self.skew = min(params.variant.skew or 0, nr - 1)
+        # the loops' counter blocks are states after the first round (`stitched.begin`)
+        self.first_round = params.backend.first_round and mode.keystream
         self.lead_min = LEAD_MIN_GROUPS * max(params.backend.groups)
         if mode is ENC and not lead and not carry and carries(params):
             self.call_carry()

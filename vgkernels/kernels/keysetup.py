@@ -1,5 +1,8 @@
 """Key setup ("prepared" keys): FIPS-197 round keys and the table of H powers.
 
+The first-round table (`abi.CTX_ROUND1`, where the backend's stitched loops read it): 256
+blocks, entry v the difference the last byte v makes to a block's first round.
+
 H = E_K(0^128) is kept reflected and divided by x (see ir/ghash.py); H^(k+1) = H^k * H with the
 backend's own multiply, stored highest first so that a vector of W descending powers, or a
 partial one running into the zero padding after H^1, is one load.
@@ -11,7 +14,7 @@ from llvmlite import ir
 
 from .. import abi
 from ..ir import aes
-from ..ir.core import i32, i64, ptr, zero
+from ..ir.core import bvec, i8, i32, i64, ptr, zero
 from .common import Fn, Params
 
 
@@ -58,6 +61,22 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
         em.store(v.prev, ctx, b.sub(ir.Constant(i64, abi.CTX_POWERS + 16 * abi.CTX_NPOW),
                                     b.shl(v.k, ir.Constant(i64, 4))))
         v.k = b.add(v.k, ir.Constant(i64, 1))
+    if params.backend.first_round:
+        first_round_table(f, ctx)
     em.store_int(ir.Constant(i32, abi.CTX_MAGIC_VALUE), ctx, abi.CTX_MAGIC)
     b.ret(ir.Constant(i32, abi.RC_OK))
     return f.fn
+
+
+def first_round_table(f: Fn, ctx: ir.Value) -> None:
+    """Entry v = AESENC(K0 ^ v*e15, 0) ^ AESENC(K0, 0) for v = 0..255 (`abi.CTX_ROUND1`)."""
+    em, b = f.em, f.b
+    k0 = em.load(ctx, abi.CTX_ROUND_KEYS)
+    at0 = f.prims.aesenc(k0, zero(1))
+    c = lambda x: ir.Constant(i64, x)  # noqa: E731
+    with em.loop("round1", lambda v: b.icmp_unsigned("<", v.v, c(256)), v=c(0)) as v:
+        last = b.insert_element(ir.Constant(bvec(1), [ir.Constant(i8, 0)] * 16),
+                                b.trunc(v.v, i8), ir.Constant(i32, 15))
+        t = em.xor(f.prims.aesenc(em.xor(k0, b.bitcast(last, k0.type)), zero(1)), at0)
+        em.store(t, ctx, b.add(c(abi.CTX_ROUND1), b.shl(v.v, c(4))))
+        v.v = b.add(v.v, c(1))

@@ -4,6 +4,8 @@ Compiling and loading it is `vgkernels.build`'s job; this package only generates
 
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
 from ..backends import Backend
@@ -37,4 +39,15 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
         entries.build_two_slice(module, params)
     for name in short.placed_last(params):
         module.globals[name] = module.globals.pop(name)
-    return prefix, str(module)
+    return prefix, aligned(str(module))
+
+
+FUNCTION_ALIGN = 64  # bytes: a cache line, the op cache's line on Zen
+
+
+def aligned(text: str) -> str:
+    """Every function starts on a FUNCTION_ALIGN boundary (llvmlite has no attribute for it):
+    so a function's code sits on the same lines whatever precedes it.  At 16 bytes, one
+    function growing moved the ones after it, and unchanged functions measured 4-14% slower or
+    faster (Zen 3, design notes)."""
+    return re.sub(r"^(define .*)$", rf"\1 align {FUNCTION_ALIGN}", text, flags=re.M)

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from .. import abi
 from ..ir import aes
 from ..ir import ctr as ctrs
-from ..ir.core import dvec, i32, i64, vec
+from ..ir.core import const_vec, dvec, i32, i64, vec
 from ..ir.ghash import Parts
 
 if TYPE_CHECKING:
@@ -100,12 +101,12 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
                    hash_g: int | None = None, hash_vectors: list[ir.Value] | None = None,
                    outputs: list[ir.Value] | None = None
                    ) -> tuple[ir.Value, list[ir.Value] | None]:
-    """One iteration: AES-CTR of the group at block i (counter blocks ``blocks``), interleaved
-    with GHASH of the group at ghash_base and, in a skewed loop, with the first rounds of the
-    next group (``next_blocks``).  ``started`` is this group's state when an earlier iteration
-    began it.  Stores the group's output; returns (new GHASH state or s, the next group's
-    started state).  ``g``: blocks in the group (default G); ``hash_g``: blocks hashed from
-    ghash_base (default g)."""
+    """One iteration: AES-CTR of the group at block i (counter blocks ``blocks``, as `begin`
+    leaves them), interleaved with GHASH of the group at ghash_base and, in a skewed loop,
+    with the first rounds of the next group (``next_blocks``).  ``started`` is this group's
+    state when an earlier iteration began it.  Stores the group's output; returns (new GHASH
+    state or s, the next group's started state).  ``g``: blocks in the group (default G);
+    ``hash_g``: blocks hashed from ghash_base (default g)."""
     em, b, w = fn.em, fn.b, fn.p.w
     g = fn.p.g if g is None else g
     v = g // w
@@ -123,11 +124,15 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
         # the round's result is the output
         data.extend(pre or load_input())
         return [b.xor(k, x) for x in data]
-    if started is None:
-        cur = aes.aes_rounds(em, prims, blocks, rk, last)
-    else:
+    done = 1 if fn.first_round else 0  # what `begin` did to the counter blocks
+    if started is not None:
         cur = aes.aes_rounds_from(em, prims, started, rk, skew, last)
-    nxt = aes.aes_begin(em, prims, next_blocks, rk, skew) if next_blocks is not None else iter(())
+    elif done:
+        cur = aes.aes_rounds_from(em, prims, blocks, rk, done, last)
+    else:
+        cur = aes.aes_rounds(em, prims, blocks, rk, last)
+    nxt = (aes.aes_begin(em, prims, next_blocks, rk, skew, done) if next_blocks is not None
+           else iter(()))
     gh = None
     steps: Iterator = iter(())
     if ghash_base is not None or hash_vectors is not None:
@@ -184,24 +189,72 @@ def checked(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value]) -> lis
         lambda: ctrs.counter_blocks(em, c, fn.p.w, fn.p.v), "ctrchk")
 
 
+def first_round_base(fn: BulkFn, c: ir.Value) -> list[ir.Value]:
+    """[R1(x0)] in every lane: the first round of c's block with its last byte zero, which the
+    table's entries complete for each last byte (`abi.CTX_ROUND1`).  The same for a run of 256
+    counters: the loop carries it, and computes it again on the counted path.  It is right
+    where the fast path reads it: a fast group after i lies in the run of the counter at i
+    (`_fast` checks both groups), and that run is the one of the last counted group or, if
+    none, of the loop's first."""
+    if not fn.first_round:
+        return []
+    em, b = fn.em, fn.b
+    rk = fn.rk[1]
+    x0 = b.and_(em.bswap_lanes(c), const_vec(1, [-1, 0x00FFFFFFFFFFFFFF]))
+    return [em.broadcast(fn.f.prims.aesenc(b.xor(x0, rk[0]), rk[1]), fn.p.w)]
+
+
+def first_round_table(fn: BulkFn, base: ir.Value, low: ir.Value, v: int) -> list[ir.Value]:
+    """The first-round states of v vectors of counters whose last bytes are low, low + 1, ..
+    (no carry: `_fast`): base XOR the table's entries, a vector of W consecutive entries per
+    load.  In place of a byte add, the round-0 XOR and one aesenc per vector: per 256 B on
+    vaes_avx2 72 AES instructions instead of 80.  The index is the public counter."""
+    em, b, w = fn.em, fn.b, fn.p.w
+    at = b.add(_c(abi.CTX_ROUND1), b.shl(low, _c(4)))
+    return [b.xor(base, em.load(fn.ctx, b.add(at, _c(16 * k * w)), w)) for k in range(v)]
+
+
+def begin(fn: BulkFn, blocks: list[ir.Value]) -> list[ir.Value]:
+    """Counter blocks as the loops carry them: as they are, or after round key 0 and the
+    first round (``fn.first_round``)."""
+    if not fn.first_round:
+        return blocks
+    rk = fn.rk[fn.p.w]
+    return [fn.f.prims.aesenc(fn.b.xor(x, rk[0]), rk[1]) for x in blocks]
+
+
 def advance(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value], derive: bool,
-            g: int | None = None) -> list[ir.Value]:
+            g: int | None = None, base: list[ir.Value] | None = None
+            ) -> tuple[list[ir.Value], list[ir.Value]]:
     """counter_blocks for the group (g blocks, default G) after the one at block i whose first
     counter is c and counter blocks ``blocks``: one add per vector on the big-endian blocks,
     without the byte swaps, while the counters' low byte cannot carry (`_fast`).  ``derive``:
     every vector from blocks[0] (vector k adds g + kW to the last byte), so only blocks[0]
-    needs to live until here; else vector k from blocks[k] (adds g)."""
+    needs to live until here; else vector k from blocks[k] (adds g).
+
+    With ``fn.first_round`` the blocks are first-round states (`begin`): on the fast path
+    from the table and ``base`` (`first_round_base`), else counted and begun, with a base from
+    their first counter.  Returns the blocks and the base the loop carries on ([] without the
+    table)."""
     em = fn.em
     g = fn.p.g if g is None else g
     v = g // fn.p.w
 
-    def added() -> list[ir.Value]:
+    def counted() -> list:
+        cn = ctrs.add(em, c, g)
+        return [begin(fn, ctrs.counter_blocks(em, cn, fn.p.w, v)),
+                first_round_base(fn, cn)]
+
+    def added() -> list:
+        if fn.first_round:
+            assert base
+            low = fn.b.and_(fn.b.add(fn.b.add(fn.pub_ctr, i), _c(g)), _c(0xFF))
+            return [first_round_table(fn, base[0], low, v), list(base)]
         if derive:
-            return derived(fn, blocks[0], g)
-        return [_byte_add(fn, fn.b.bitcast(x, dvec(fn.p.w)), g) for x in blocks]
-    return em.if_else_values(
-        _fast(fn, i, g), added, lambda: ctrs.counter_blocks(em, ctrs.add(em, c, g), fn.p.w, v),
-        "ctrbe")
+            return [derived(fn, blocks[0], g), []]
+        return [[_byte_add(fn, fn.b.bitcast(x, dvec(fn.p.w)), g) for x in blocks], []]
+    nblk, nbase = em.if_else_values(_fast(fn, i, g), added, counted, "ctrbe")
+    return nblk, nbase
 
 
 def hash_group(fn: BulkFn, i: ir.Value, s: ir.Value) -> ir.Value:
@@ -223,7 +276,8 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     (`_enc_carried`)."""
     em, b, g = fn.em, fn.b, fn.p.g
     zero_i = _c(0)
-    blocks0 = ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v)
+    blocks0 = begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v))
+    base0 = first_round_base(fn, ctr)
     skewed = fn.skew > 0
     # AVX-512 (32 vector registers), not skewed: the next group's counters derived branch-free
     # from vector 0 after the group and checked at the top of the next iteration (`checked`),
@@ -231,7 +285,11 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     # and 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
     # same (vaes_avx512, same-run A/B).
     late = not skewed and fn.p.w >= 4
-    nxt1 = derived(fn, blocks0[0]) if late else advance(fn, ctr, zero_i, blocks0, derive=False)
+    assert not (fn.first_round and (late or fn.carry)), "the table serves the advance form"
+    if late:
+        nxt1, base1 = derived(fn, blocks0[0]), base0
+    else:
+        nxt1, base1 = advance(fn, ctr, zero_i, blocks0, derive=False, base=base0)
     out0: list[ir.Value] = []
     s1, st1 = stitched_group(fn, zero_i, s0, blocks0, None, None, nxt1 if skewed else None,
                              outputs=out0)
@@ -240,21 +298,21 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     if fn.carry:  # the carried function (`BulkFn.call_carry`)
         return _enc_carried(fn, end, s1, c1, nxt1, out0)
     with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
-                 i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or []) as v:
+                 i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or [], base=base1) as v:
         # blocks: counter blocks of the group at i (skewed: already begun, in started)
         base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
         if late:
             blocks = checked(fn, v.ctr, v.i, v.blocks)
             s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
-            nblk = derived(fn, blocks[0])
+            nblk, nbase = derived(fn, blocks[0]), v.base
         else:
-            nblk = advance(fn, v.ctr, v.i, v.blocks, derive=False)
+            nblk, nbase = advance(fn, v.ctr, v.i, v.blocks, derive=False, base=v.base)
             if skewed:
                 s2, st2 = stitched_group(fn, v.i, v.s, None, base, v.started, nblk)
             else:
                 s2, st2 = stitched_group(fn, v.i, v.s, v.blocks, base)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-        v.blocks, v.started = nblk, st2 or []
+        v.blocks, v.started, v.base = nblk, st2 or [], nbase
     fn.begun = list(v.started)  # the group after the loop's, begun: the leftover's counters
     return [v.i, v.s, v.ctr]
 
@@ -316,18 +374,19 @@ def enc_lead(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.
     the reduced GHASH value of everything (one block), ready for another bulk call."""
     em, b, w, lead = fn.em, fn.b, fn.p.w, fn.lead_group
     lag = fn.p.backend.enc_lag
-    blocks, s, c = ctrs.counter_blocks(em, ctr, w, lead // w), s0, ctr
+    blocks, s, c = begin(fn, ctrs.counter_blocks(em, ctr, w, lead // w)), s0, ctr
+    base = first_round_base(fn, ctr)
     for k in range(lag):  # the first groups: nothing stored yet to hash
         stitched_group(fn, _c(k * lead), s, blocks, None, g=lead)
-        blocks = advance(fn, c, _c(k * lead), blocks, derive=True, g=lead)
+        blocks, base = advance(fn, c, _c(k * lead), blocks, derive=True, g=lead, base=base)
         c = ctrs.add(em, c, lead)
     with em.loop(f"lead{lead}", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(lag * lead)), end),
-                 i=_c(lag * lead), s=s, ctr=c, blocks=blocks) as v:
+                 i=_c(lag * lead), s=s, ctr=c, blocks=blocks, base=base) as v:
         base = em.gep(fn.out, b.shl(b.sub(v.i, _c(lag * lead)), _c(4)))
         v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=lead)
         i, c = v.i, v.ctr
         v.i, v.ctr = b.add(i, _c(lead)), ctrs.add(em, c, lead)
-        v.blocks = advance(fn, c, i, v.blocks, derive=True, g=lead)
+        v.blocks, v.base = advance(fn, c, i, v.blocks, derive=True, g=lead, base=v.base)
     i, s, c = v.i, v.s, v.ctr
     if lag == 2:  # the last group's iteration hashes both stored groups
         base = em.gep(fn.out, b.shl(b.sub(i, _c(2 * lead)), _c(4)))
@@ -367,10 +426,11 @@ def _counting_loop(fn: BulkFn, name: str, g: int, end: ir.Value, i0: ir.Value, s
     """counting_region's loop over groups of g blocks, from block i0 while the mode's reserve
     is left after the group."""
     em, b = fn.em, fn.b
-    blocks0 = ctrs.counter_blocks(em, ctr, fn.p.w, g // fn.p.w)
+    blocks0 = begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, g // fn.p.w))
+    base0 = first_round_base(fn, ctr)
     span = (1 + fn.mode.reserve) * g
     with em.loop(name, lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(span)), end),
-                 i=i0, s=s0, ctr=ctr, blocks=blocks0) as v:
+                 i=i0, s=s0, ctr=ctr, blocks=blocks0, base=base0) as v:
         base = em.gep(fn.inp, b.shl(v.i, _c(4))) if hash_input else None
         i, c = v.i, v.ctr
         # derived from blocks[0]: the other vectors need not stay live to the loop's end; on
@@ -382,10 +442,10 @@ def _counting_loop(fn: BulkFn, name: str, g: int, end: ir.Value, i0: ir.Value, s
         # iteration) below the AES into the latch, unstitched; first, open 16-64 KiB measured
         # 11-14% faster on vaes_avx512.  On 16 registers the early counters stay live through
         # the group: 1-5% slower there, so they keep the late form.
-        nblk = advance(fn, c, i, v.blocks, derive=False, g=g) if wide else None
+        nxt = advance(fn, c, i, v.blocks, derive=False, g=g, base=v.base) if wide else None
         v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=g)
         v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
-        v.blocks = nblk if nblk is not None else advance(fn, c, i, v.blocks, derive=True, g=g)
+        v.blocks, v.base = nxt or advance(fn, c, i, v.blocks, derive=True, g=g, base=v.base)
     return [v.i, v.s, v.ctr]
 
 
