@@ -20,7 +20,7 @@ from helpers import KEY_SIZES, TAG, addr_of, bind, oracle, rbytes, rng
 
 from vgkernels.api import AesGcm
 from vgkernels.backends import BY_NAME
-from vgkernels.kernels.bulk import LEAD_MIN_GROUPS, carries
+from vgkernels.kernels.bulk import carries, lead_from
 from vgkernels.kernels.common import Params
 from vgkernels.kernels.stitched import CARRY_MIN_GROUPS
 from vgkernels.variant import Variant
@@ -37,9 +37,9 @@ def block_counts(name: str, variant: Variant) -> list[int]:
     v = variant.resolved(be)
     if carries(Params(be, v, "")):  # the carried function, from a group
         g, start = v.group, CARRY_MIN_GROUPS * v.group
-    else:  # the lead function (enc_lead), from LEAD_MIN_GROUPS lead groups
+    else:  # the lead function (enc_lead), from lead_from blocks
         g = max(be.groups)
-        start = LEAD_MIN_GROUPS * g
+        start = lead_from(be)
     return list(range(start - 1, start + 3 * g + 2))
 
 

@@ -1,6 +1,6 @@
 """seal's and open's bulk functions run a loop over the backend's largest group first when that
 is larger than the default group (vaes_avx2: 16 blocks, then 8), then the default group's loop
-and the leftover: sizes at and around every hand-over (seal: from LEAD_MIN_GROUPS lead groups),
+and the leftover: sizes at and around every hand-over (seal: from `lead_from` blocks),
 in place and out of place, with a counter whose low byte carries inside the first loop, match
 the reference on every backend."""
 
@@ -11,7 +11,7 @@ from helpers import rbytes, ref, rng
 
 from vgkernels.api import AesGcm, InvalidTag
 from vgkernels.backends import BACKENDS
-from vgkernels.kernels.bulk import LEAD_MIN_GROUPS
+from vgkernels.kernels.bulk import lead_from
 
 KEY = bytes(range(32))
 AAD = b"lead-group"
@@ -21,7 +21,7 @@ NONCE = bytes(range(60, 72))  # 96-bit: the counter starts at 2, its low byte ca
 def _sizes(backend: str) -> list[int]:
     be = next(b for b in BACKENDS if b.name == backend)
     lead, g = max(be.groups), be.group
-    m = LEAD_MIN_GROUPS * lead
+    m = lead_from(be)
     blocks = {2 * g, 2 * lead - 1, 2 * lead, 2 * lead + g - 1, 2 * lead + g, 3 * lead + g + 5,
               m - 1, m, m + g - 1, m + g, m + lead + g + 3,
               260}  # 260: a carry of the low byte inside the lead loop

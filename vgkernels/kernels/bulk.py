@@ -22,6 +22,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
+from ..backends import Backend
 from ..ir import aes
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i64, ptr, void, zero
@@ -36,6 +37,13 @@ def _c(x: int) -> ir.Constant:
 
 
 LEAD_MIN_GROUPS = 16
+
+
+def lead_from(backend: Backend) -> int:
+    """Whole blocks from which enc calls the lead function: one short of LEAD_MIN_GROUPS lead
+    groups, so 4095 B (255 blocks and a partial one) takes the lead loop as 4096 B does (from
+    256 blocks, 4095 B seal measured 1.069x 4096 B's time on vaes_avx2, Zen 3)."""
+    return LEAD_MIN_GROUPS * max(backend.groups) - 1
 
 
 class BulkFn:
@@ -71,7 +79,7 @@ class BulkFn:
         self.skew = min(params.variant.skew or 0, nr - 1)
         # the loops' counter blocks are states after the first round (`stitched.begin`)
         self.first_round = params.backend.first_round and mode.keystream
-        self.lead_min = LEAD_MIN_GROUPS * max(params.backend.groups)
+        self.lead_min = lead_from(params.backend)
         if mode is ENC and not lead and not carry and carries(params):
             self.call_carry()
         if mode is ENC and not lead and max(params.backend.groups) > g:
