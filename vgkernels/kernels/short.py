@@ -29,7 +29,7 @@ on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_me
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
 Chunks (``chunk_blocks``: seal on the one-block-wide backends, seal and open on vaes_avx2):
-past MEDIUM_BLOCKS, up to 640 B (AVX), 2560 B (SSE), or 512 B seal / 304 B open (vaes_avx2),
+past MEDIUM_BLOCKS, up to 640 B (AVX), 2560 B (SSE), or 512 B seal and open (vaes_avx2),
 vg.short.<mode>.chunks loops over chunks of CHUNK blocks, each folding the sum so far into S
 (S*H^CHUNK + the chunk's terms, one reduction), while more than MEDIUM_BLOCKS blocks remain,
 then ends as the medium path does.  On VAES: a chunk of WIDE_CHUNK blocks (reduced) when more
@@ -61,7 +61,7 @@ MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
 # chunks up to 2560 bytes (SSE) or 640 (AVX), seal on the one-block-wide backends; on VAES
 # without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
 CHUNK_BLOCKS = {"sse": 160, "avx": 40}
-VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 19}
+VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
@@ -518,7 +518,9 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
     0.79-0.98x (512 B 1.03x: the limit sits on 511 B, where target 2 compares with 496 B),
     open 257-305 B 0.88-0.97x, but 1.02-1.09x at 320, 352 and 384 B, where the general dec's
-    lead group of 16 ends without an odd block."""
+    lead group of 16 ends without an odd block, so open stopped at 19 blocks.  With the
+    chunks' first round from the table (`first_round_chunk`) open takes 32 blocks too: against
+    19, same run, Zen 3, open 305-511 B 0.73-0.92x, 512 B 0.95x."""
     if _wide_unmasked(backend):
         return VAES_CHUNK_BLOCKS[mode]
     if mode is not ENC or not _one_block_wide(backend):
