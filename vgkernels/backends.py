@@ -108,7 +108,7 @@ BACKENDS: tuple[Backend, ...] = (
         "vaes_avx2", frozenset({"aes", "pclmulqdq", "ssse3", "avx", "avx2", "vaes", "vpclmulqdq"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
-        width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=6,
+        width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=5,
         enc_lag=2, first_round=True,
         notes="ymm, 16 vector registers",
     ),
