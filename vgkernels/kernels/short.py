@@ -28,8 +28,9 @@ the same function, the pieces shared through phis (the IR grows by one chunk per
 on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_medium``), so the
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
-Chunks (``chunk_blocks``: seal on the one-block-wide backends, seal and open on vaes_avx2):
-past MEDIUM_BLOCKS, up to 640 B (AVX), 2560 B (SSE), or 512 B seal and open (vaes_avx2),
+Chunks (``chunk_blocks``: seal on the one-block-wide backends and open on aesni_pclmul_avx,
+seal and open on vaes_avx2): past MEDIUM_BLOCKS, up to 640 B seal and 368 B open (AVX),
+2560 B (SSE), or 512 B seal and open (vaes_avx2),
 vg.short.<mode>.chunks loops over chunks of CHUNK blocks, each folding the sum so far into S
 (S*H^CHUNK + the chunk's terms, one reduction), while more than MEDIUM_BLOCKS blocks remain,
 then ends as the medium path does.  On VAES: a chunk of WIDE_CHUNK blocks (reduced) when more
@@ -65,7 +66,7 @@ VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
-DEC_AVX_BLOCKS = 15  # aesni_pclmul_avx's open: at most 240 bytes (medium_blocks)
+DEC_AVX_CHUNK_BLOCKS = 23  # aesni_pclmul_avx's open: chunks up to 368 bytes (chunk_blocks)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -495,14 +496,10 @@ def medium_blocks(params: Params, mode: Mode = ENC) -> int:
     MEDIUM_BLOCKS on the unmasked x86 backends (records past SHORT_BLOCKS go through
     vg.short.enc.copy), else piece_blocks.  Why (same-run A/B, Zen 4, design notes "The
     medium path"): on vaes_avx512 the chunk lost to the general path's masked end at 192-256 B
-    (1.10-1.26x); longer pieces do not.  aesni_pclmul_avx's open stops at DEC_AVX_BLOCKS: its
-    general path's two stitched groups measured 1.12x faster than the chunk at 256 B, level at
-    240 B."""
+    (1.10-1.26x); longer pieces do not."""
     be = params.backend
     if be.masked or be.prims != "x86":
         return piece_blocks(params.backend, mode)
-    if mode is DEC and be.width < WIDE and "avx" in be.llvm_enabled:
-        return DEC_AVX_BLOCKS
     return max(MEDIUM_BLOCKS, chunk_blocks(params.backend, mode))
 
 
@@ -511,8 +508,12 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     seal on the one-block-wide x86 backends, where the general path's fixed cost is largest.
     Why (same-run A/B, Zen 4, design notes "Chunks past 256 bytes"): against the general path
     the chunks took 0.70-0.76x at 257-300 B and 0.92-1.00x at 576-640 B on aesni_pclmul_avx
-    (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Not open
-    there: aesni_pclmul_avx's general dec is already faster than these seals.
+    (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Open on
+    aesni_pclmul_avx up to DEC_AVX_CHUNK_BLOCKS, since the chunks take their first round from
+    the table (before it, open stopped at 240 B: the general dec's two stitched groups were
+    1.12x faster than the chunk at 256 B): against that, same run, Zen 3, open 241-336 B
+    0.83-0.91x, 352-368 B 0.94-0.96x; 384-640 B measured 1.05-1.11x.  Not open on the SSE
+    backend (not measured).
 
     VAES_CHUNK_BLOCKS on vaes_avx2, seal and open (chunks of WIDE_CHUNK blocks; design notes
     "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
@@ -523,9 +524,12 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     19, same run, Zen 3, open 305-511 B 0.73-0.92x, 512 B 0.95x."""
     if _wide_unmasked(backend):
         return VAES_CHUNK_BLOCKS[mode]
-    if mode is not ENC or not _one_block_wide(backend):
+    if not _one_block_wide(backend):
         return 0
-    return CHUNK_BLOCKS["avx" if "avx" in backend.llvm_enabled else "sse"]
+    avx = "avx" in backend.llvm_enabled
+    if mode is not ENC:
+        return DEC_AVX_CHUNK_BLOCKS if avx else 0
+    return CHUNK_BLOCKS["avx" if avx else "sse"]
 
 
 def record_blocks(params: Params) -> int:
