@@ -22,7 +22,12 @@ CTX_POWERS = 256  # powers of H, highest first, ending with H^1, then zero paddi
 # group, G = 32.  kernels/bulk.py asserts this for every group it builds.
 CTX_NPOW = 72
 CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads whole (W - 1 <= 4)
-CTX_ROUND1 = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472
+# The first AES round of a counter block by its last byte (backends with `first_round`):
+# entry v is AESENC(K0 ^ v*e15, 0) ^ AESENC(K0, 0), so a block x whose last byte is v has
+# round 1 AESENC(x ^ K0, K1) = AESENC(x0 ^ K0, K1) ^ entry v, x0 being x with its last byte
+# zero (SubBytes is bytewise, ShiftRows and MixColumns are linear).  key_init writes it; the
+# stitched loops and the short path's chunks read it, indexed by the public counter.
+CTX_ROUND1 = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472: 256 blocks
 CTX_SIZE = CTX_ROUND1 + 16 * 256  # 5568
 CTX_ALIGN = 64
 
