@@ -92,6 +92,13 @@ def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], u
         yield s
 
 
+def first_round(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]
+                ) -> list[ir.Value]:
+    """Round key 0 and aesenc 1: the states the first-round table completes or stands in
+    for (`abi.CTX_ROUND1`), which `aes_rounds_from(.., done=1)` continues."""
+    return [prims.aesenc(em.b.xor(x, rks[0]), rks[1]) for x in states]
+
+
 def aes_encrypt(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]) -> list[ir.Value]:
     out = states
     for out in aes_rounds(em, prims, states, rks):  # noqa: B007

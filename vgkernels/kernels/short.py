@@ -216,7 +216,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         ymm vectors measured 1.01-1.04x (its time is the chain's latency, and the table
         adds an XOR to it)."""
         rk1, rkw = f.round_keys(ctx, 1, 1), f.round_keys(ctx, nr, w)
-        base = em.broadcast(f.prims.aesenc(b.xor(b.bitcast(nv, vec(1)), rk1[0]), rk1[1]), w)
+        base = em.broadcast(aes.first_round(em, f.prims, [b.bitcast(nv, vec(1))], rk1)[0], w)
         at = b.add(c(abi.CTX_ROUND1 + 32), b.shl(done, c(4)))
         states = [b.xor(base, em.load(ctx, b.add(at, c(16 * w * v)), w)) for v in range(nvec)]
         ks = states

@@ -201,7 +201,7 @@ def first_round_base(fn: BulkFn, c: ir.Value) -> list[ir.Value]:
     em, b = fn.em, fn.b
     rk = fn.rk[1]
     x0 = b.and_(em.bswap_lanes(c), const_vec(1, [-1, 0x00FFFFFFFFFFFFFF]))
-    return [em.broadcast(fn.f.prims.aesenc(b.xor(x0, rk[0]), rk[1]), fn.p.w)]
+    return [em.broadcast(aes.first_round(em, fn.f.prims, [x0], rk)[0], fn.p.w)]
 
 
 def first_round_table(fn: BulkFn, base: ir.Value, low: ir.Value, v: int) -> list[ir.Value]:
@@ -219,8 +219,7 @@ def begin(fn: BulkFn, blocks: list[ir.Value]) -> list[ir.Value]:
     first round (``fn.first_round``)."""
     if not fn.first_round:
         return blocks
-    rk = fn.rk[fn.p.w]
-    return [fn.f.prims.aesenc(fn.b.xor(x, rk[0]), rk[1]) for x in blocks]
+    return aes.first_round(fn.em, fn.f.prims, blocks, fn.rk[fn.p.w])
 
 
 def advance(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value], derive: bool,
