@@ -91,6 +91,29 @@ def test_padding_nop_behind_a_prefix_is_no_access():
     assert [f.address for f in fn.findings if f.kind == "address"] == [0x18]
 
 
+def test_sse_ops_between_compare_and_jump_keep_its_origin():
+    """SSE integer ops write no flags: a jump whose compare (on a length) sits before a
+    scalar byte swap's pack/shuffle sequence (portable's open, LLVM's schedule) traces to the
+    compare, not to the vector ops; a ptest in the same place still is a vector origin."""
+    text = """0000000000000000 <f>:
+   0:	cmp    $0x10,%rdx
+   4:	punpcklbw %xmm4,%xmm1
+   8:	pshuflw $0x1b,%xmm1,%xmm1
+   d:	packuswb %xmm2,%xmm1
+  11:	paddb  %xmm2,%xmm1
+  15:	psubq  %xmm2,%xmm1
+  19:	pmuludq %xmm2,%xmm1
+  1d:	jne    40 <f+0x40>
+  1f:	ptest  %xmm1,%xmm1
+  24:	packuswb %xmm2,%xmm1
+  28:	jne    40 <f+0x40>
+  40:	ret
+"""
+    fn = machine.check_function(machine.parse(text)["f"])
+    vector = [f.address for f in fn.findings if f.origin == "vector"]
+    assert vector == [0x28]
+
+
 def test_pointer_advanced_round_a_loop_converges():
     """A pointer carried round a loop and advanced by a constant (vg.short.enc.chunks' input
     and output) takes a new offset every round: the analysis widens it to an unknown offset in

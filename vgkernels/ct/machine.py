@@ -54,7 +54,8 @@ NO_FLAGS = ("mov", "lea", "cmov", "set", "push", "pop", "shlx", "shrx", "sarx", 
             "pblend", "palign", "paddd", "paddq", "psubd", "xorps", "andps", "orps", "shufps",
             "insertps", "vzeroupper", "cltq", "cqto", "cltd", "movabs", "vshuf", "vinsert",
             "vextract", "vperm", "vbroadcast", "vpbroadcast", "ret", "call", "jmp", "ud2", "int3",
-            "endbr")
+            "endbr", "pack", "padd", "psub", "pmul", "pmadd", "psra", "psll", "psrl", "pmovzx",
+            "pmovsx", "pmax", "pmin", "pavg", "psadbw")  # SSE integer ops: EFLAGS untouched
 
 
 @dataclass
