@@ -67,7 +67,7 @@ WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_shor
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
 DEC_AVX_CHUNK_BLOCKS = 23  # aesni_pclmul_avx's open: chunks up to 368 bytes (chunk_blocks)
-HASH_FIRST = 4  # blocks: open's pieces from here hash before the AES (hash_first)
+HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -586,11 +586,13 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     must be), the one-block-wide backends' 16 registers, 11 of them round keys at AES-128,
     spilled E(J0)'s state on the tag's path (4-8 block pieces).  Hashed and reduced first, the
     sums are one register before the AES starts.  Same-run A/B, Zen 3, two stack offsets:
-    aesni_pclmul_avx open 80-128 B 0.77-0.94x, 208-256 B 0.86-0.93x, 64 B 0.98-1.00x;
-    aesni_pclmul 64-96 B 0.94-0.97x.  Below HASH_FIRST blocks the multiplies, older in program
-    order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
+    aesni_pclmul_avx open 65-128 B 0.77-0.94x, 208-256 B 0.86-0.93x, 64 B 0.98-1.00x.  Not
+    kept: on aesni_pclmul (SSE) whole blocks gained (64-96 B 0.94-0.97x) but a partial last
+    block of 5 lost (65 B 1.06x, 200 B 1.06x); below HASH_FIRST blocks the multiplies, older in
+    program order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
     (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x)."""
-    return not mode.hashes_output and _one_block_wide(backend) and m >= HASH_FIRST
+    return (not mode.hashes_output and _one_block_wide(backend)
+            and "avx" in backend.llvm_enabled and m >= HASH_FIRST)
 
 
 def separate_medium(params: Params) -> bool:
