@@ -267,3 +267,17 @@ def test_first_round_table(backend, ks):
         x0 = rbytes(r, 15) + b"\0"
         x = x0[:15] + bytes([v])
         assert _round(_xor(x, k0), w, 1) == _xor(_round(_xor(x0, k0), w, 1), table[v])
+
+
+def test_invariant_round_keys_only_where_nothing_writes_them():
+    """The kernels load round keys with !invariant.load (`Emitter.load_invariant`), which
+    promises LLVM the bytes never change: true inside every kernel call but key_init, the one
+    function that writes them.  After optimisation (inlining included) key_init carries no such
+    load, and the short path's pieces, where the one-block-wide backends' registers run out,
+    do.  Static (no CPU feature needed)."""
+    from vgkernels import listing
+
+    prefix, text = listing.text("aesni_pclmul_avx", ir=True)
+    funcs = listing.functions(text, ir=True)
+    assert "!invariant.load" not in funcs[f"{prefix}_key_init"]
+    assert "!invariant.load" in funcs["vg.short.enc"]

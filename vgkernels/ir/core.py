@@ -87,6 +87,14 @@ class Emitter:
         """Unaligned load of W blocks."""
         return self.b.load(self.gep(base, offset), typ=vec(w), align=1)
 
+    def load_invariant(self, base: ir.Value, offset: ir.Value | int = 0, w: int = 1) -> ir.Value:
+        """A load of bytes no kernel call changes (a round key in the key context), marked
+        !invariant.load: under register pressure LLVM reloads it (or folds it into its user)
+        instead of spilling another value."""
+        ld = self.load(base, offset, w)
+        ld.set_metadata("invariant.load", self.b.module.add_metadata([]))
+        return ld
+
     def store(self, v: ir.Value, base: ir.Value, offset: ir.Value | int = 0) -> None:
         self.b.store(v, self.gep(base, offset), align=1)
 

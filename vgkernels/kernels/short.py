@@ -196,6 +196,17 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
     f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only), vec(1),
            args)
+    if _one_block_wide(params.backend):
+        # the key context's size known: with the round keys' loads invariant (Fn.round_keys)
+        # the register allocator reloads a key where it would spill an AES state.  The 16
+        # registers hold 11 round keys at AES-128, so pieces of 5-8 blocks spilled their
+        # states round by round (seal 96-128 B: 32-46 stack accesses per piece, now 4-6).
+        # Same-run A/B, Zen 3, two stack offsets, aesni_pclmul_avx: seal 96-128 B
+        # 0.81-0.85x, 240-256 B 0.85-0.87x, 368-640 B 0.88-0.94x; records (gather n + 1)
+        # 80-127 B 0.79-0.90x; open 144-368 B 0.90-0.98x.  aesni_pclmul: seal 64-128 B
+        # 0.91-0.94x, records 80-128 B 0.92-0.96x, open 112-128 B 1.02-1.04x.  Not on
+        # vaes_avx2 (no gain; open 96-128 B 1.09-1.11x at one offset).
+        f.fn.args[0].attributes.dereferenceable = abi.CTX_SIZE
     if long_only:
         f.fn.attributes.add("noinline")  # inlined, it would reallocate vg.short.enc.byte
     em, b, gh = f.em, f.b, f.gh
