@@ -29,7 +29,7 @@ on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_me
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
 Chunks (``chunk_blocks``: seal on the one-block-wide backends and open on aesni_pclmul_avx,
-seal and open on vaes_avx2): past MEDIUM_BLOCKS, up to 640 B seal and 368 B open (AVX),
+seal and open on vaes_avx2): past MEDIUM_BLOCKS, up to 640 B seal and open (AVX),
 2560 B (SSE), or 512 B seal and open (vaes_avx2),
 vg.short.<mode>.chunks loops over chunks of CHUNK blocks, each folding the sum so far into S
 (S*H^CHUNK + the chunk's terms, one reduction), while more than MEDIUM_BLOCKS blocks remain,
@@ -66,7 +66,7 @@ VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
-DEC_AVX_CHUNK_BLOCKS = 23  # aesni_pclmul_avx's open: chunks up to 368 bytes (chunk_blocks)
+DEC_AVX_CHUNK_BLOCKS = 40  # aesni_pclmul_avx's open: chunks up to 640 bytes (chunk_blocks)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
@@ -548,8 +548,10 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     aesni_pclmul_avx up to DEC_AVX_CHUNK_BLOCKS, since the chunks take their first round from
     the table (before it, open stopped at 240 B: the general dec's two stitched groups were
     1.12x faster than the chunk at 256 B): against that, same run, Zen 3, open 241-336 B
-    0.83-0.91x, 352-368 B 0.94-0.96x; 384-640 B measured 1.05-1.11x.  Not open on the SSE
-    backend (not measured).
+    0.83-0.91x, 352-368 B 0.94-0.96x; 384-640 B measured 1.05-1.11x then, so open stopped at
+    368 B.  With the round keys reloaded instead of states spilled (see build_short) the
+    chunks reach 640 B as seal's: against 368, same run, Zen 3, two offsets, open 369-640 B
+    0.82-0.97x, 641-768 B 1.00x.  Not open on the SSE backend (not measured).
 
     VAES_CHUNK_BLOCKS on vaes_avx2, seal and open (chunks of WIDE_CHUNK blocks; design notes
     "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
