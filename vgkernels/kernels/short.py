@@ -9,6 +9,9 @@ Here everything is known at once: the counter blocks are J0 with a constant low 
 increment, no carry: at most 1 + SHORT_BLOCKS < 256), so E(J0) and every keystream block are
 independent AES chains started together, and A, the text blocks and the length block are
 hashed as one aggregated sum A*H^(m+2) + C1*H^(m+1) + .. + Cm*H^2 + L*H with one reduction.
+Open on aesni_pclmul_avx hashes and reduces its ciphertext before the AES from HASH_FIRST
+blocks on (``hash_first``): in program order, which is the schedule here, that frees the
+registers E(J0)'s chain needs.
 
 Width: from WIDE_FROM blocks on the VAES backends the whole blocks go two to a ymm vector
 (keystream, data and their multiplies by two powers at once, summed into the one reduction);
