@@ -27,7 +27,7 @@ from ..ir import aes
 from ..ir import ctr as ctrs
 from ..ir.core import i1, i64, ptr, void, zero
 from . import stitched
-from .common import NR, Fn, Params
+from .common import NR, Fn, Params, one_block_wide
 from .leftover import Leftover
 from .modes import CTR, DEC, ENC, HASH, MODES, Mode
 
@@ -71,13 +71,11 @@ class BulkFn:
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
         self.begun: list[ir.Value] = []
         self.f.fn.attributes.add("noinline")
-        be = params.backend
-        if be.prims == "x86" and be.width == 1 and "avx" in be.llvm_enabled:
-            # the context's size known, the invariant round keys can be reloaded instead of
-            # spilling (Fn.round_keys): same run, Zen 3, two offsets, aesni_pclmul_avx seal
-            # 769-2047 B 0.96-0.98x, open 400-512 B 0.95-0.97x, 4-64 KiB 0.98-1.01x; on
-            # aesni_pclmul (SSE) 1-64 KiB read 1.01-1.04x, not kept there
-            self.f.fn.args[0].attributes.dereferenceable = abi.CTX_SIZE
+        if one_block_wide(params.backend) and "avx" in params.backend.llvm_enabled:
+            # same run, Zen 3, two offsets, aesni_pclmul_avx seal 769-2047 B 0.96-0.98x, open
+            # 400-512 B 0.95-0.97x, 4-64 KiB 0.98-1.01x; on aesni_pclmul (SSE) 1-64 KiB read
+            # 1.01-1.04x, not kept there
+            self.f.reloadable_keys()
         self.em, self.b = self.f.em, self.f.b
         self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
         self.pub_ctr = self.f.args[6] if mode.keystream else None

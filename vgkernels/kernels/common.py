@@ -35,6 +35,11 @@ class Params:
         return self.g // self.w
 
 
+def one_block_wide(be: Backend) -> bool:
+    """An x86 backend whose vectors hold one block (xmm): 16 registers, no masks."""
+    return be.prims == "x86" and not be.masked and be.width == 1
+
+
 class Fn:
     """A function under construction: its IR function, emitter, primitives and GHASH."""
 
@@ -53,12 +58,19 @@ class Fn:
 
     def round_keys(self, ctx: ir.Value, nr: int, w: int) -> list[ir.Value]:
         """The round keys, loaded invariant on the one-block-wide x86 backends (16 registers,
-        11 of them keys at AES-128: see build_short).  On vaes_avx2 it changed only the VAES
-        chunks: seal 300-512 B 0.93-0.98x but open 257-512 B 1.02-1.07x (Zen 3), not kept."""
-        be = self.params.backend
-        load = self.em.load_invariant if be.prims == "x86" and be.width == 1 else self.em.load
+        11 of them keys at AES-128: see `reloadable_keys`).  On vaes_avx2 it changed only the
+        VAES chunks: seal 300-512 B 0.93-0.98x but open 257-512 B 1.02-1.07x (Zen 3), not
+        kept."""
+        load = self.em.load_invariant if one_block_wide(self.params.backend) else self.em.load
         return [self.em.broadcast(load(ctx, abi.CTX_ROUND_KEYS + 16 * r), w)
                 for r in range(nr + 1)]
+
+    def reloadable_keys(self) -> None:
+        """The key context (argument 0) dereferenceable: with the round keys' loads invariant
+        (`round_keys`) LLVM may load a key again where it would spill another value.  Only on
+        the one-block-wide backends, which load the keys invariant."""
+        assert one_block_wide(self.params.backend)
+        self.fn.args[0].attributes.dereferenceable = abi.CTX_SIZE
 
     def power(self, ctx: ir.Value, k: int | ir.Value, w: int) -> ir.Value:
         """W powers from H^k downwards (zero lanes past H^1): the descending table order."""

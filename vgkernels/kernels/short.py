@@ -55,21 +55,20 @@ from ..backends import Backend
 from ..ir import aes, partial
 from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
 from ..ir.ghash import Parts
-from .common import Fn, Params, copy_from_64
+from .common import Fn, Params, copy_from_64, one_block_wide
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
-# chunks up to 2560 bytes (SSE) or 640 (AVX), seal on the one-block-wide backends; on VAES
-# without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
+# chunks up to 2560 bytes (SSE: seal) or 640 (AVX: seal and open) on the one-block-wide
+# backends; on VAES without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
 CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
 MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
-DEC_AVX_CHUNK_BLOCKS = 40  # aesni_pclmul_avx's open: chunks up to 640 bytes (chunk_blocks)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
@@ -199,17 +198,17 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
     f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only), vec(1),
            args)
-    if _one_block_wide(params.backend):
-        # the key context's size known: with the round keys' loads invariant (Fn.round_keys)
-        # the register allocator reloads a key where it would spill an AES state.  The 16
-        # registers hold 11 round keys at AES-128, so pieces of 5-8 blocks spilled their
-        # states round by round (seal 96-128 B: 32-46 stack accesses per piece, now 4-6).
+    if one_block_wide(params.backend):
+        # the allocator reloads a round key where it would spill an AES state
+        # (Fn.reloadable_keys).  The 16 registers hold 11 round keys at AES-128, so pieces of
+        # 5-8 blocks spilled their states round by round (seal 96-128 B: 32-46 stack
+        # accesses per piece, now 4-6).
         # Same-run A/B, Zen 3, two stack offsets, aesni_pclmul_avx: seal 96-128 B
         # 0.81-0.85x, 240-256 B 0.85-0.87x, 368-640 B 0.88-0.94x; records (gather n + 1)
         # 80-127 B 0.79-0.90x; open 144-368 B 0.90-0.98x.  aesni_pclmul: seal 64-128 B
         # 0.91-0.94x, records 80-128 B 0.92-0.96x, open 112-128 B 1.02-1.04x.  Not on
         # vaes_avx2 (no gain; open 96-128 B 1.09-1.11x at one offset).
-        f.fn.args[0].attributes.dereferenceable = abi.CTX_SIZE
+        f.reloadable_keys()
     if long_only:
         f.fn.attributes.add("noinline")  # inlined, it would reallocate vg.short.enc.byte
     em, b, gh = f.em, f.b, f.gh
@@ -548,7 +547,7 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     Why (same-run A/B, Zen 4, design notes "Chunks past 256 bytes"): against the general path
     the chunks took 0.70-0.76x at 257-300 B and 0.92-1.00x at 576-640 B on aesni_pclmul_avx
     (1.04x at 768 B), 0.67x at 257 B and 0.96-0.99x at 2-4 KiB on aesni_pclmul.  Open on
-    aesni_pclmul_avx up to DEC_AVX_CHUNK_BLOCKS, since the chunks take their first round from
+    aesni_pclmul_avx as far as seal, since the chunks take their first round from
     the table (before it, open stopped at 240 B: the general dec's two stitched groups were
     1.12x faster than the chunk at 256 B): against that, same run, Zen 3, open 241-336 B
     0.83-0.91x, 352-368 B 0.94-0.96x; 384-640 B measured 1.05-1.11x then, so open stopped at
@@ -565,12 +564,11 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     19, same run, Zen 3, open 305-511 B 0.73-0.92x, 512 B 0.95x."""
     if _wide_unmasked(backend):
         return VAES_CHUNK_BLOCKS[mode]
-    if not _one_block_wide(backend):
+    if not one_block_wide(backend):
         return 0
-    avx = "avx" in backend.llvm_enabled
-    if mode is not ENC:
-        return DEC_AVX_CHUNK_BLOCKS if avx else 0
-    return CHUNK_BLOCKS["avx" if avx else "sse"]
+    if "avx" in backend.llvm_enabled:
+        return CHUNK_BLOCKS["avx"]
+    return CHUNK_BLOCKS["sse"] if mode is ENC else 0
 
 
 def record_blocks(params: Params) -> int:
@@ -607,7 +605,7 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     block of 5 lost (65 B 1.06x, 200 B 1.06x); below HASH_FIRST blocks the multiplies, older in
     program order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
     (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x)."""
-    return (not mode.hashes_output and _one_block_wide(backend)
+    return (not mode.hashes_output and one_block_wide(backend)
             and "avx" in backend.llvm_enabled and m >= HASH_FIRST)
 
 
@@ -615,11 +613,7 @@ def separate_medium(params: Params) -> bool:
     """Whether the medium path is its own function, vg.short.<mode>.medium: on the one-block-
     wide backends, where the chunk inside vg.short.<mode> reallocated the shared pieces'
     registers (seal 80 / 96 B 1.08-1.11x on aesni_pclmul_avx)."""
-    return _one_block_wide(params.backend)
-
-
-def _one_block_wide(be: Backend) -> bool:
-    return be.prims == "x86" and not be.masked and be.width < WIDE
+    return one_block_wide(params.backend)
 
 
 def _wide_unmasked(be: Backend) -> bool:
