@@ -281,3 +281,19 @@ def test_invariant_round_keys_only_where_nothing_writes_them():
     funcs = listing.functions(text, ir=True)
     assert "!invariant.load" not in funcs[f"{prefix}_key_init"]
     assert "!invariant.load" in funcs["vg.short.enc"]
+
+
+@pytest.mark.parametrize("backend", ["aesni_pclmul_avx", "aesni_pclmul"])
+def test_open_pieces_load_their_own_round_keys(backend):
+    """vg.short.dec's pieces load each round key where its round uses it
+    (`short.keys_where_used`): no key load sits in a block that ends in the block-count
+    switch, where LLVM hoisted the keys every piece loaded first (live through every piece:
+    the hash-first pieces spilled).  Static (no CPU feature needed)."""
+    from vgkernels import listing
+
+    _, text = listing.text(backend, ir=True)
+    blocks = re.split(r"\n(?=[\w.]+:)", listing.functions(text, ir=True)["vg.short.dec"])
+    switches = [blk for blk in blocks if "switch i64" in blk]
+    assert switches
+    for blk in switches:
+        assert "!invariant.load" not in blk, blk.split(":")[0]

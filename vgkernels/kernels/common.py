@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -40,6 +41,27 @@ def one_block_wide(be: Backend) -> bool:
     return be.prims == "x86" and not be.masked and be.width == 1
 
 
+class KeysWhereUsed(Sequence[ir.Value]):
+    """Round keys 0..nr, each loaded where its round first asks for it (``load(r)``), not all
+    before the first round: in program order, which is the schedule here, a key then holds a
+    register only while its round runs, and the keys emitted first in every arm of a switch
+    are no longer the same instructions, which LLVM hoists above the switch (where they stay
+    live through the whole arm)."""
+
+    def __init__(self, load: Callable[[int], ir.Value], nr: int):
+        self._load, self._nr, self._keys = load, nr, {}
+
+    def __len__(self) -> int:
+        return self._nr + 1
+
+    def __getitem__(self, r: int) -> ir.Value:  # type: ignore[override]
+        if not 0 <= r <= self._nr:
+            raise IndexError(r)
+        if r not in self._keys:
+            self._keys[r] = self._load(r)
+        return self._keys[r]
+
+
 class Fn:
     """A function under construction: its IR function, emitter, primitives and GHASH."""
 
@@ -56,14 +78,19 @@ class Fn:
         self.gh = Ghash(self.em, self.prims, bool(params.variant.karatsuba))
         self.args = self.fn.args
 
-    def round_keys(self, ctx: ir.Value, nr: int, w: int) -> list[ir.Value]:
+    def round_keys(self, ctx: ir.Value, nr: int, w: int, where_used: bool = False
+                   ) -> Sequence[ir.Value]:
         """The round keys, loaded invariant on the one-block-wide x86 backends (16 registers,
         11 of them keys at AES-128: see `reloadable_keys`).  On vaes_avx2 it changed only the
         VAES chunks: seal 300-512 B 0.93-0.98x but open 257-512 B 1.02-1.07x (Zen 3), not
-        kept."""
+        kept.  ``where_used``: each loaded where its round first uses it (`KeysWhereUsed`)."""
         load = self.em.load_invariant if one_block_wide(self.params.backend) else self.em.load
-        return [self.em.broadcast(load(ctx, abi.CTX_ROUND_KEYS + 16 * r), w)
-                for r in range(nr + 1)]
+
+        def key(r: int) -> ir.Value:
+            return self.em.broadcast(load(ctx, abi.CTX_ROUND_KEYS + 16 * r), w)
+        if where_used:
+            return KeysWhereUsed(key, nr)
+        return [key(r) for r in range(nr + 1)]
 
     def reloadable_keys(self) -> None:
         """The key context (argument 0) dereferenceable: with the round keys' loads invariant

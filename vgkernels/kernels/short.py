@@ -310,7 +310,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         whole = m - 1 if m else 0  # else the last block may be partial: one block wide
         pairs = (m if masked_end else whole) // w if w > 1 else 0  # vectors from block 0
         singles = list(range(w * pairs, m))  # blocks one block wide (the last among them)
-        rks1 = f.round_keys(ctx, nr, 1)
+        rks1 = f.round_keys(ctx, nr, 1, keys_where_used(params.backend, mode))
         first_hash = hash_first(params.backend, mode, m)  # open's text hashed before the AES
         assert not (first_hash and pairs)  # one block wide only
 
@@ -607,6 +607,20 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x)."""
     return (not mode.hashes_output and one_block_wide(backend)
             and "avx" in backend.llvm_enabled and m >= HASH_FIRST)
+
+
+def keys_where_used(backend: Backend, mode: Mode) -> bool:
+    """Whether open's pieces load each round key where its round first uses it
+    (`KeysWhereUsed`) on the one-block-wide backends.  Loaded first in every piece, the keys
+    were the same instructions at the top of every arm of the block-count switch (whose
+    default LLVM finds unreachable: vg.short.dec's callers bound its length), and LLVM hoisted
+    them above the switch: 11 registers at AES-128, live through the hash-first pieces, which
+    spilled their GHASH terms (aesni_pclmul_avx, 4-8 blocks: 30-40 stack accesses per piece,
+    now 2-12).  Same-run A/B, Zen 3, two stack offsets: open 48-128 B 0.93-0.98x (65 B
+    0.88-0.90x), 32 B 1.01x on aesni_pclmul_avx; 16-128 B 0.90-0.99x on aesni_pclmul.  Not
+    seal: its keys were not hoisted (its switch's default is reachable), and loaded where used
+    its records lost (aesni_pclmul_avx gather 80-112 B 1.02-1.04x)."""
+    return one_block_wide(backend) and not mode.hashes_output
 
 
 def separate_medium(params: Params) -> bool:
