@@ -6,7 +6,7 @@ columns, ShiftRows moves nothing and the last round is SubBytes plus a zero roun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from llvmlite import ir
 
@@ -54,7 +54,7 @@ def _last_round(prims, s: list[ir.Value], rk: ir.Value, last: LastKeys) -> list[
     return [prims.aesenclast(x, k) for x, k in zip(s, keys, strict=True)]
 
 
-def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value],
+def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: Sequence[ir.Value],
                last: LastKeys = None) -> Iterator[list[ir.Value]]:
     """AES on several vectors, round-major (independent blocks in flight); yields after every
     round so a stitched loop can interleave other work, and finally yields the results.
@@ -68,7 +68,7 @@ def aes_rounds(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value],
     yield _last_round(prims, s, rks[nr], last)
 
 
-def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], done: int,
+def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: Sequence[ir.Value], done: int,
                     last: LastKeys = None) -> Iterator[list[ir.Value]]:
     """The rounds after `done` (states already had round key 0 and aesenc 1..done applied);
     yields after every round, the last yield being the keystream."""
@@ -80,7 +80,7 @@ def aes_rounds_from(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Val
     yield _last_round(prims, s, rks[nr], last)
 
 
-def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], upto: int,
+def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: Sequence[ir.Value], upto: int,
               done: int = 0) -> Iterator[list[ir.Value]]:
     """Round key 0 and aesenc 1..upto (a group started early, for a skewed loop); yields after
     every round, the last yield being the partly encrypted states.  ``done``: the states
@@ -92,14 +92,15 @@ def aes_begin(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value], u
         yield s
 
 
-def first_round(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]
+def first_round(em: Emitter, prims, states: list[ir.Value], rks: Sequence[ir.Value]
                 ) -> list[ir.Value]:
     """Round key 0 and aesenc 1: the states the first-round table completes or stands in
     for (`abi.CTX_ROUND1`), which `aes_rounds_from(.., done=1)` continues."""
     return [prims.aesenc(em.b.xor(x, rks[0]), rks[1]) for x in states]
 
 
-def aes_encrypt(em: Emitter, prims, states: list[ir.Value], rks: list[ir.Value]) -> list[ir.Value]:
+def aes_encrypt(em: Emitter, prims, states: list[ir.Value], rks: Sequence[ir.Value]
+                ) -> list[ir.Value]:
     out = states
     for out in aes_rounds(em, prims, states, rks):  # noqa: B007
         pass

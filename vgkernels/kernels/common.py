@@ -42,11 +42,10 @@ def one_block_wide(be: Backend) -> bool:
 
 
 class KeysWhereUsed(Sequence[ir.Value]):
-    """Round keys 0..nr, each loaded where its round first asks for it (``load(r)``), not all
-    before the first round: in program order, which is the schedule here, a key then holds a
-    register only while its round runs, and the keys emitted first in every arm of a switch
-    are no longer the same instructions, which LLVM hoists above the switch (where they stay
-    live through the whole arm)."""
+    """Round keys 0..nr, each loaded (``load(r)``) where its round first asks for it, not all
+    before the first round.  Program order is the schedule here, so a key holds a register
+    only while its round runs.  And the arms of a switch no longer begin with the same loads,
+    which LLVM would hoist above the switch, live through every arm."""
 
     def __init__(self, load: Callable[[int], ir.Value], nr: int):
         self._load, self._nr, self._keys = load, nr, {}
