@@ -616,7 +616,7 @@ def keys_where_used(backend: Backend, mode: Mode) -> bool:
     default LLVM finds unreachable: vg.short.dec's callers bound its length), and LLVM hoisted
     them above the switch: 11 registers at AES-128, live through the hash-first pieces, which
     spilled their GHASH terms (aesni_pclmul_avx, 4-8 blocks: 30-40 stack accesses per piece,
-    now 2-12).  Same-run A/B, Zen 3, two stack offsets: open 48-128 B 0.93-0.98x (65 B
+    now 2-12).  Same-run A/B, Zen 3, two stack offsets: open 48-128 B 0.92-0.98x (65 B
     0.88-0.90x), 32 B 1.01x on aesni_pclmul_avx; 16-128 B 0.90-0.99x on aesni_pclmul.  Not
     seal: its keys were not hoisted (its switch's default is reachable), and loaded where used
     its records lost (aesni_pclmul_avx gather 96-112 B 1.02-1.04x)."""
