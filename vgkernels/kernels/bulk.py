@@ -71,7 +71,7 @@ class BulkFn:
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
         self.begun: list[ir.Value] = []
         self.f.fn.attributes.add("noinline")
-        if one_block_wide(params.backend) and "avx" in params.backend.llvm_enabled:
+        if one_block_wide(params.backend) and params.backend.vex:
             # same run, Zen 3, two offsets, aesni_pclmul_avx seal 769-2047 B 0.96-0.98x, open
             # 400-512 B 0.95-0.97x, 4-64 KiB 0.98-1.01x; on aesni_pclmul (SSE) 1-64 KiB read
             # 1.01-1.04x, not kept there

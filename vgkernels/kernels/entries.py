@@ -272,7 +272,7 @@ def copy_whole_upto(params: Params) -> int:
     be = params.backend
     if be.masked:
         return 0
-    return COPY_WHOLE_UPTO if "avx" in be.llvm_enabled else COPY_WHOLE_UPTO_SSE
+    return COPY_WHOLE_UPTO if be.vex else COPY_WHOLE_UPTO_SSE
 
 
 def seal_with_byte(e: Entry, ctx, io, p0, n0, p1, n1, out, pub) -> None:

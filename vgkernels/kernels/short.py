@@ -351,6 +351,13 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             acc = gh.add(acc, gh.fold_parts(accw))
         if m:
             last_n = b.sub(lt, c(16 * (m - 1)))
+        def store_text(k: int, dst: ir.Value, o: ir.Value) -> None:
+            """Block k of the output: whole, or the last block's 1..16 bytes."""
+            if k < m - 1:
+                em.store(o, dst)
+            else:
+                store_upto16(f, dst, last_n, o)
+
         singles_text = []
         for k in singles:
             src, dst = em.gep(tin, 16 * k), em.gep(tout, 16 * k)
@@ -368,14 +375,11 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                 acc = gh.accumulate(acc, em.bswap_lanes(d), f.power(ctx, m + 1 - k, 1))
                 continue
             o = b.xor(d, ks1[k])
-            if k < m - 1:
-                em.store(o, dst)
-            else:
-                store_upto16(f, dst, last_n, o)
-                if mode.hashes_output:  # the keystream past the text is not ciphertext
-                    # masked in the vector domain: the mask (from a length) is ready early,
-                    # the ciphertext is on the tag's critical path
-                    o = b.and_(o, partial.byte_mask(em, last_n))
+            store_text(k, dst, o)
+            if k == m - 1 and mode.hashes_output:  # the keystream past the text is not
+                # ciphertext; masked in the vector domain: the mask (from a length) is ready
+                # early, the ciphertext is on the tag's critical path
+                o = b.and_(o, partial.byte_mask(em, last_n))
             acc = gh.accumulate(acc, em.bswap_lanes(mode.hashed_value(d, o)),
                                 f.power(ctx, m + 1 - k, 1))
         if first_hash:
@@ -383,11 +387,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
             tag = em.bswap_lanes(gh.reduce(acc))
             ej0, ks1, _ = keystream()
             for k, d, dst in singles_text:
-                o = b.xor(d, ks1[k])
-                if k < m - 1:
-                    em.store(o, dst)
-                else:
-                    store_upto16(f, dst, last_n, o)
+                store_text(k, dst, b.xor(d, ks1[k]))
             b.ret(em.xor(tag, ej0))
             return
         acc = gh.accumulate(acc, lens, f.power(ctx, 1, 1))
@@ -566,7 +566,7 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
         return VAES_CHUNK_BLOCKS[mode]
     if not one_block_wide(backend):
         return 0
-    if "avx" in backend.llvm_enabled:
+    if backend.vex:
         return CHUNK_BLOCKS["avx"]
     return CHUNK_BLOCKS["sse"] if mode is ENC else 0
 
@@ -606,7 +606,7 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     program order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
     (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x)."""
     return (not mode.hashes_output and one_block_wide(backend)
-            and "avx" in backend.llvm_enabled and m >= HASH_FIRST)
+            and backend.vex and m >= HASH_FIRST)
 
 
 def keys_where_used(backend: Backend, mode: Mode) -> bool:
