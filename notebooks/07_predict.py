@@ -39,9 +39,14 @@ display(Markdown(f"llvm-mca **{tool.version}** (`{tool.path}`); CPUs: {', '.join
 # ## Predictions: CPUs x backends x variants
 
 # %%
-# every case compiles the kernels for one CPU: one process per core (workers=0)
+# every case compiles the kernels for one CPU: one process per core (workers=0); quick sweeps
+# the variants on the host's CPU only, full on every CPU
+swept = pr.sweep_cpus(nb.profile, host_cpu, targets)
 df = predictor.table(targets, pr.backends(nb.profile, nb.backends), pr.variants(nb.profile),
-                     workers=0)
+                     workers=0, sweep_cpus=swept)
+sweeping = pr.variants(nb.profile) == "sweep"
+display(Markdown("variants swept on: "
+                 + (", ".join(swept or targets) if sweeping else "none (the defaults only)")))
 nb.table(df, "predictions")
 nb.table(pr.stitch_pivot(df), "stitch_cycles_per_byte", index=True)
 

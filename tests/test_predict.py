@@ -111,15 +111,25 @@ def test_regions_found_in_every_backend_and_variant(cpu, backend, label, variant
 
 
 @needs_mca
-def test_table_in_worker_processes_equals_in_process():
-    """The notebook's table runs its cases in spawned workers: same rows, same order."""
+def test_table_in_worker_processes_equals_in_process(monkeypatch):
+    """The notebook's table runs its cases in spawned workers: same rows, same order.  In
+    either, CPUs whose defaults agree share one generated module (the Python generation is
+    a third of a case), and the rows are those of each CPU's own `predict`."""
     from vgkernels.predict import predictor
 
     args = (["znver4", "znver3"], ["aesni_pclmul"], "default", ("stitch", "ctr"))
+    alone = pd.DataFrame([r for cpu in args[0] for r in predictor.rows(
+        predictor.predict(cpu, "aesni_pclmul", Variant(), args[3]), "default")])
+    made = []
+    real = predictor.generate
+    monkeypatch.setattr(predictor, "generate",
+                        lambda be, v, cpu=None: made.append(cpu) or real(be, v, cpu=cpu))
     one = predictor.table(*args, workers=1)
+    assert made == ["znver4"]  # one module for both Zen CPUs, compiled for each
     two = predictor.table(*args, workers=2)
     assert len(one) == 4
     pd.testing.assert_frame_equal(one, two)
+    pd.testing.assert_frame_equal(one, alone)
 
 
 @needs_mca
@@ -273,8 +283,45 @@ def test_recommendation_picks_the_fastest_and_round_trips(tmp_path):
     assert t["cpus"]["znver3"]["backends"]["vaes_avx2"]["label"] == "default"
     assert t["cpus"]["znver4"]["backends"]["vaes_avx512"]["leftover_cycles_per_byte"] == \
         pytest.approx(0.26)
+    # how many variants stood behind each pick, and the advice says when it was one
+    assert t["cpus"]["znver4"]["backends"]["vaes_avx512"]["variants_compared"] == 2
+    assert t["cpus"]["znver4"]["backends"]["vaes_avx2"]["variants_compared"] == 1
+    assert "only the defaults" not in recommend.advice(t, "znver4")
+    t1 = recommend.derive(_frame()[lambda d: d["variant"] == "default"], "19.1.7", "2026-11-30")
+    assert "only the defaults were predicted" in recommend.advice(t1, "znver4")
     p = recommend.write(t, tmp_path / recommend.FILENAME)
     assert recommend.load(p) == json.loads(p.read_text()) == t
+
+
+def test_quick_profile_sweeps_the_host_cpu_only(monkeypatch):
+    """quick sweeps the variants on the host's CPU (or the first predicted, when the host is
+    not among them) and predicts the defaults elsewhere; full sweeps every CPU; the notebook's
+    conclusions say which CPUs had only their defaults predicted."""
+    from vgkernels.predict import predictor
+    from vgkernels.report import prediction as pr
+    from vgkernels.report.session import get_profile
+
+    cpus = ["znver3", "znver4"]
+    quick, full = get_profile("quick"), get_profile("full")
+    assert pr.sweep_cpus(full, "znver3", cpus) is None
+    assert pr.sweep_cpus(quick, "znver3", cpus) == ["znver3"]
+    assert pr.sweep_cpus(quick, "alderlake", cpus) == ["znver3"]
+    # the cases the table builds, without compiling them
+    monkeypatch.setattr(predictor, "_run_task", lambda t: [
+        (i, [{"cpu": c, "backend": t.backend, "variant": label, "region": "stitch",
+              "cycles_per_byte": 0.3 - 0.01 * i, "bottleneck": "x", "busiest_users": "y"}])
+        for i, c, label in t.cases])
+    df = predictor.table(cpus, ["vaes_avx2"], "sweep", sweep_cpus=["znver3"])
+    n = len(predictor.sweep_variants(get("vaes_avx2"), "znver3"))
+    assert n > 1 and (df["cpu"] == "znver3").sum() == n
+    assert df[df["cpu"] == "znver4"]["variant"].tolist() == ["default"]
+    assert len(predictor.table(cpus, ["vaes_avx2"], "sweep")) == 2 * n
+    win = pr.winners(df)
+    assert win.set_index("cpu")["variants"].to_dict() == {"znver3": n, "znver4": 1}
+    lines = pr.conclusions(pd.DataFrame(), win, pd.DataFrame(), "znver3")
+    (z4,) = [line for line in lines if line.startswith("**znver4**")]
+    (z3,) = [line for line in lines if line.startswith("**znver3**")]
+    assert "only the defaults" in z4 and "only the defaults" not in z3
 
 
 @pytest.mark.parametrize("breakage", ["schema", "kind", "best", "backend", "variant", "group"])

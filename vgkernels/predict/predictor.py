@@ -14,8 +14,9 @@ import pandas as pd
 from ..abi import CTX_NPOW
 from ..asm import regions as asm_regions
 from ..backends import Backend, get
-from ..listing import assembly
-from ..variant import Variant
+from ..kernels import generate
+from ..listing import assembly_of
+from ..variant import Variant, symbol_prefix
 from . import mca, model
 from .targets import supported
 
@@ -37,8 +38,15 @@ def predict(cpu: str, backend: str | Backend, variant: Variant | None = None,
             regions: Sequence[str] = REGIONS) -> list[Result]:
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be, cpu)
-    prefix, text = assembly(be, v, cpu)
-    found = asm_regions.regions(text, prefix, be, v)
+    prefix, text = generate(be, v, cpu=cpu)
+    return _analyse(cpu, be, v, prefix, text, regions)
+
+
+def _analyse(cpu: str, be: Backend, v: Variant, prefix: str, ir_text: str,
+             regions: Sequence[str]) -> list[Result]:
+    """The regions of a module's IR compiled for ``cpu``, through llvm-mca."""
+    found = asm_regions.regions(assembly_of(prefix, ir_text, be.llvm_features, cpu), prefix,
+                                be, v)
     tool = mca.find()
     out = []
     for name in regions:
@@ -92,20 +100,51 @@ def rows(results: Iterable[Result], label: str = "") -> list[dict]:
     return out
 
 
-def _predict_rows(case: tuple[str, str, str, Variant, tuple[str, ...]]) -> list[dict]:
-    cpu, backend, label, v, regions = case
-    return rows(predict(cpu, backend, v, regions), label)
+@dataclass(frozen=True)
+class _Task:
+    """Cases whose module is the same IR: one backend and resolved variant, CPUs whose
+    defaults (Karatsuba) make the same symbol prefix.  The IR is generated once (seconds of
+    Python) and compiled for each CPU; only the compile depends on the CPU."""
+
+    backend: str
+    variant: Variant  # resolved
+    prefix: str
+    cases: tuple[tuple[int, str, str], ...]  # (row order, cpu, label)
+    regions: tuple[str, ...]
+
+
+def _tasks(cases: Sequence[tuple[str, str, str, Variant]], regions: Sequence[str]
+           ) -> list[_Task]:
+    groups: dict[tuple[str, Variant, str], list[tuple[int, str, str]]] = {}
+    for i, (cpu, backend, label, v) in enumerate(cases):
+        be = get(backend)
+        r = v.resolved(be, cpu)
+        groups.setdefault((backend, r, symbol_prefix(be, r, cpu)), []).append((i, cpu, label))
+    return [_Task(b, v, p, tuple(cs), tuple(regions)) for (b, v, p), cs in groups.items()]
+
+
+def _run_task(task: _Task) -> list[tuple[int, list[dict]]]:
+    be = get(task.backend)
+    first_cpu = task.cases[0][1]
+    prefix, text = generate(be, task.variant, cpu=first_cpu)
+    assert prefix == task.prefix, (prefix, task.prefix)
+    return [(i, rows(_analyse(cpu, be, task.variant, prefix, text, task.regions), label))
+            for i, cpu, label in task.cases]
 
 
 def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
           variants: str | Sequence[tuple[str, Variant]] = "sweep",
           regions: Sequence[str] = REGIONS,
-          progress=None, workers: int = 1) -> pd.DataFrame:
+          progress=None, workers: int = 1,
+          sweep_cpus: Sequence[str] | None = None) -> pd.DataFrame:
     """Predictions, one row per CPU x backend x variant x region, only for the backends each
     CPU supports.  ``variants``: "sweep" (sweep_variants), "default", or (label, Variant)s.
+    ``sweep_cpus``: with "sweep", only these CPUs are swept and the others get the default
+    (None: every CPU is swept).
 
-    Each case compiles the backend's kernels for the CPU (seconds) and runs llvm-mca: with
-    ``workers`` > 1 they run in that many spawned processes (0: one per CPU), so a script
+    Each case compiles the backend's kernels for the CPU (seconds) and runs llvm-mca; cases
+    with the same module share its generation (`_Task`).  With ``workers`` > 1 the tasks run
+    in that many spawned processes (0: one per CPU), so a script
     calling this needs the ``if __name__ == "__main__":`` guard (a notebook or the CLI does
     not); rows come back in the same order either way."""
     cases = []
@@ -113,30 +152,31 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
         for be in supported(cpu):
             if backends is not None and be.name not in backends:
                 continue
-            if variants == "sweep":
+            if variants == "sweep" and (sweep_cpus is None or cpu in sweep_cpus):
                 vs = sweep_variants(be, cpu)
-            elif variants == "default":
+            elif variants in ("default", "sweep"):
                 vs = [("default", Variant())]
             else:
                 vs = list(variants)  # type: ignore[arg-type]
-            cases += [(cpu, be.name, label, v, tuple(regions)) for label, v in vs]
-    workers = max(1, min(workers or os.cpu_count() or 1, len(cases)))
-    out: list[dict] = []
+            cases += [(cpu, be.name, label, v) for label, v in vs]
+    tasks = _tasks(cases, regions)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    got: dict[int, list[dict]] = {}
+
+    def collect(results: Iterable[list[tuple[int, list[dict]]]]) -> None:
+        for done in results:
+            for i, r in done:
+                got[i] = r
+                if progress:
+                    progress(*cases[i][:3])
     if workers == 1:
-        results = map(_predict_rows, cases)
-        for case, got in zip(cases, results, strict=True):
-            if progress:
-                progress(*case[:3])
-            out += got
-        return pd.DataFrame(out)
-    # spawn, not fork: the notebook's kernel may hold threads (and LLVM state)
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        for case, got in zip(cases, pool.map(_predict_rows, cases), strict=True):
-            if progress:
-                progress(*case[:3])
-            out += got
-    return pd.DataFrame(out)
+        collect(map(_run_task, tasks))
+    else:
+        # spawn, not fork: the notebook's kernel may hold threads (and LLVM state)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            collect(pool.map(_run_task, tasks))
+    return pd.DataFrame([r for i in range(len(cases)) for r in got[i]])
 
 
 __all__ = ["REGIONS", "SIZE", "Result", "predict", "rows", "sweep_variants", "table"]

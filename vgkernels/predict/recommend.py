@@ -10,7 +10,7 @@ Shape (schema 1; like the per-CPU copy_below thresholds)::
                          "backends": {"vaes_avx512": {"variant": {"group": 32, "karatsuba":
                              true, "skew": 0, "stitch_min": 32}, "cycles_per_byte": 0.211,
                              "leftover_cycles_per_byte": 0.247, "bottleneck": "...",
-                             "default_cycles_per_byte": 0.211}}}}}
+                             "default_cycles_per_byte": 0.211, "variants_compared": 6}}}}}
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def derive(df: pd.DataFrame, mca_version: str, when: str | None = None,
                 "bottleneck": str(best["bottleneck"]),
                 "default_cycles_per_byte": (round(float(default["cycles_per_byte"].iloc[0]), 4)
                                             if len(default) else None),
+                "variants_compared": int(rows["variant"].nunique()),
             }
         fastest = min(bes, key=lambda b: bes[b]["cycles_per_byte"])
         cpus[str(cpu)] = {"best": fastest, "backends": bes}
@@ -129,6 +130,8 @@ def advice(obj: dict[str, Any] | None, cpu: str) -> str | None:
     rec = entry["backends"][best]
     base = rec.get("default_cycles_per_byte")
     vs = f" against {base:.3f} for its default" if base else ""
+    if rec.get("variants_compared") == 1:
+        vs += " (only the defaults were predicted)"
     return (f"llvm-mca {obj['llvm_mca']} ({obj['date']}) predicts {best} with "
             f"{rec['label']} fastest on {cpu}: {rec['cycles_per_byte']:.3f} cycles/B at "
             f"{obj['size']} B{vs}")

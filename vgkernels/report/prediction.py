@@ -32,6 +32,15 @@ def variants(profile: Profile) -> str:
     return "default" if profile.tiny else "sweep"
 
 
+def sweep_cpus(profile: Profile, host_cpu: str, targets: Sequence[str]) -> list[str] | None:
+    """The CPUs whose variants are swept: every one (full), else only the host's, or the
+    first predicted when the host is not among them (quick: a case is a whole compile,
+    seconds each; the other CPUs get their defaults)."""
+    if profile.full or not targets:
+        return None
+    return [host_cpu if host_cpu in targets else targets[0]]
+
+
 def host_sweep(profile: Profile) -> bool:
     """Measure every swept variant on the host (full) or only the defaults."""
     return profile.full
@@ -57,6 +66,7 @@ def winners(df: pd.DataFrame) -> pd.DataFrame:
         dflt = g[g["variant"] == "default"]["cycles_per_byte"]
         d0 = float(dflt.iloc[0]) if len(dflt) else float("nan")
         rows.append({"cpu": cpu, "backend": be, "best variant": best["variant"],
+                     "variants": int(g["variant"].nunique()),
                      "cycles/B @16 KiB": round(float(best["cycles_per_byte"]), 3),
                      "default cycles/B": round(d0, 3),
                      "gain over default": round(1 - float(best["cycles_per_byte"]) / d0, 3),
@@ -162,9 +172,12 @@ def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
     else:
         out.append("**Recommendation:** none: nothing was predicted (is llvm-mca installed?).")
     for _, r in best.iterrows():
+        only = (" (only the defaults were predicted for this CPU: `--profile full` sweeps the "
+                "variants on every CPU)" if r.get("variants", 2) == 1 else "")
         out.append(f"**{r['cpu']}**: fastest predicted is `{r['backend']}` with "
                    f"`{r['best variant']}` at {r['cycles/B @16 KiB']:.3f} cycles/B "
-                   f"(bound: {r['bottleneck']}; busiest port used by {r['busiest users']}).")
+                   f"(bound: {r['bottleneck']}; busiest port used by {r['busiest users']})"
+                   f"{only}.")
     st = v[v["region"] == "stitch"] if not v.empty else v
     if not st.empty:
         w = worst(st)
@@ -185,4 +198,5 @@ def conclusions(v: pd.DataFrame, win: pd.DataFrame, pipes: pd.DataFrame,
 
 
 __all__ = ["backends", "best_per_cpu", "conclusions", "cpus", "headline", "host_sweep", "plot",
-           "plot_host", "region_ratios", "shared_pipes", "stitch_pivot", "variants", "winners"]
+           "plot_host", "region_ratios", "shared_pipes", "stitch_pivot", "sweep_cpus", "variants",
+           "winners"]
