@@ -114,6 +114,31 @@ def test_sse_ops_between_compare_and_jump_keep_its_origin():
     assert vector == [0x28]
 
 
+def test_popcnt_writes_flags_pop_does_not():
+    """popcnt begins like pop (flag-neutral) but sets ZF: a jump after a popcount of a loaded
+    byte traces to that byte, not to the length compare before it; a pop in between changes
+    nothing, and with only a pop between them the jump keeps the compare's (public) origin."""
+    text = """0000000000000000 <f>:
+   0:	movzbl (%rdi),%eax
+   3:	cmp    $0x10,%rdx
+   7:	popcnt %eax,%ecx
+   b:	pop    %rbx
+   c:	jne    40 <f+0x40>
+  40:	ret
+
+0000000000000080 <g>:
+  80:	movzbl (%rdi),%eax
+  83:	cmp    $0x10,%rdx
+  87:	pop    %rbx
+  88:	jne    c0 <g+0x40>
+  c0:	ret
+"""
+    fns = machine.parse(text)
+    (f,) = machine.check_function(fns["f"]).findings
+    assert (f.kind, f.address, f.origin) == ("jump", 0xc, "byte load")
+    assert machine.check_function(fns["g"]).findings == []
+
+
 def test_pointer_advanced_round_a_loop_converges():
     """A pointer carried round a loop and advanced by a constant (vg.short.enc.chunks' input
     and output) takes a new offset every round: the analysis widens it to an unknown offset in

@@ -55,6 +55,8 @@ NO_FLAGS = ("mov", "lea", "cmov", "set", "push", "pop", "shlx", "shrx", "sarx", 
             "vextract", "vperm", "vbroadcast", "vpbroadcast", "ret", "call", "jmp", "ud2", "int3",
             "endbr", "pack", "padd", "psub", "pmul", "pmadd", "psra", "psll", "psrl", "pmovzx",
             "pmovsx", "pmax", "pmin", "pavg", "psadbw")  # SSE integer ops: EFLAGS untouched
+# begin like a NO_FLAGS prefix ("pop", "vp", "pcmp") but write EFLAGS
+FLAGS_DESPITE_PREFIX = ("popcnt", "popf", "pcmpestr", "pcmpistr", "vpcmpestr", "vpcmpistr")
 
 
 @dataclass
@@ -141,7 +143,7 @@ def _is_mem(op: str) -> bool:
 
 
 def _writes_flags(mn: str) -> bool:
-    if mn.startswith(VEC_FLAGS):
+    if mn.startswith(VEC_FLAGS + FLAGS_DESPITE_PREFIX):
         return True
     return not mn.startswith(NO_FLAGS) and not mn.startswith("j")
 
