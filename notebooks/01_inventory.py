@@ -5,8 +5,8 @@
 # the others are not), the kernel sets built for each usable backend (the default
 # `tail=full` and `tail=split`; the full profile adds every group size), how large they are
 # (generated IR lines, assembly instructions and machine-code bytes per function), how long
-# they take to compile cold and to load from the disk cache, and a quick self-check against
-# the reference model and `cryptography`.
+# they take to compile cold (the quick profile times each backend's default set) and to load
+# from the disk cache, and a quick self-check against the reference model and `cryptography`.
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full
@@ -19,9 +19,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from vgkernels import cpu, report
+from vgkernels import build, cpu, report
 from vgkernels.backends import availability
-from vgkernels.build import kernels
 from vgkernels.report import inventory as inv
 
 nb = report.start("01_inventory", profile, out_dir, data_dir, backends)
@@ -48,7 +47,9 @@ backend_df
 # ## Kernel sets built, and their size (IR lines, instructions, machine-code bytes)
 
 # %%
-sets = [kernels(b, v) for b in usable_here for v in inv.variants(b, nb.profile)]
+pairs = [(b, v) for b in usable_here for v in inv.variants(b, nb.profile)]
+build.warm(pairs)  # compiled into the disk cache by one process per core, then loaded here
+sets = [build.kernels(b, v) for b, v in pairs]
 per_set, per_fn = inv.kernel_sizes(sets)
 nb.table(per_set, "kernel_sets")
 nb.table(per_fn, "kernel_functions")

@@ -178,8 +178,12 @@ def compile_times(backend: str, variant: Any, warm_repeats: int = 3) -> dict[str
 
 
 def compile_table(backends: Sequence[str], profile: str | Profile) -> pd.DataFrame:
-    """Generation, cold compile and warm load times of every kernel set a profile builds."""
-    return pd.DataFrame([compile_times(b, v) for b in backends for v in variants(b, profile)])
+    """Generation, cold compile and warm load times: of every kernel set the profile builds
+    (full), else of each backend's default set (a cold compile is seconds of one core, done
+    again here only to time it)."""
+    prof = get_profile(profile)
+    return pd.DataFrame([compile_times(b, v) for b in backends
+                         for v in variants(b, prof)[:None if prof.full else 1]])
 
 
 # -- correctness -------------------------------------------------------------------------------
