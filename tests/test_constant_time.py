@@ -36,3 +36,16 @@ def test_portable_targets_baseline_x86_64():
     newer = {m for m in mnemonics if m.startswith(("v", "pshufb", "pclmul", "aes", "pblend",
                                                    "pinsr", "pextr", "ptest"))}
     assert not newer, f"portable code uses instructions beyond SSE2: {sorted(newer)[:10]}"
+
+
+def test_static_table_checks_in_worker_processes():
+    """Notebook 08's static table runs its checks in spawned processes: one row per backend
+    and variant in order (the quick profile's two tails), the controls' row last, and the
+    portable backend clean in both."""
+    from vgkernels.report import constant_time as rct
+    from vgkernels.report.session import get_profile
+
+    df, ctl = rct.static_table(["portable"], get_profile("quick"), workers=2)
+    assert df["name"].tolist() == ["portable", "portable", ctl.name]
+    assert ["tail=split" in v for v in df["variant"][:2]] == [False, True]
+    assert (df["errors"][:2] == 0).all() and (df["ir_instructions"][:2] > 0).all()

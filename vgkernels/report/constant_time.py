@@ -5,7 +5,10 @@ computed from both."""
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
@@ -45,11 +48,24 @@ def _row(r: check.Report) -> dict[str, object]:
     return row
 
 
-def static_table(backends: Sequence[str], profile: Profile) -> tuple[pd.DataFrame,
-                                                                      check.Report]:
+def _static_row(case: tuple[str, Variant | None]) -> dict[str, object]:
+    return _row(check.check_backend(*case))
+
+
+def static_table(backends: Sequence[str], profile: Profile, workers: int = 0
+                 ) -> tuple[pd.DataFrame, check.Report]:
     """One row per backend and variant checked (any backend: the check is static), then the
-    controls' row; and the controls' report (for their findings)."""
-    rows = [_row(check.check_backend(b, v)) for b in backends for v in variants(profile)]
+    controls' row; and the controls' report (for their findings).  The checks (tens of
+    seconds of one core each: the taint pass is Python) run in ``workers`` spawned processes
+    (0: one per CPU)."""
+    cases = [(b, v) for b in backends for v in variants(profile)]
+    workers = min(workers or os.cpu_count() or 1, len(cases))
+    if workers > 1:
+        ctx = multiprocessing.get_context("spawn")  # the notebook's kernel holds LLVM state
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            rows = list(pool.map(_static_row, cases))
+    else:
+        rows = [_static_row(c) for c in cases]
     ctl = controls.check_controls()
     rows.append(_row(ctl))
     return pd.DataFrame(rows), ctl
