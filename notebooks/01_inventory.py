@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from vgkernels import build, cpu, report
+from vgkernels import cpu, report
 from vgkernels.backends import availability
 from vgkernels.report import inventory as inv
 
@@ -47,10 +47,9 @@ backend_df
 # ## Kernel sets built, and their size (IR lines, instructions, machine-code bytes)
 
 # %%
-pairs = [(b, v) for b in usable_here for v in inv.variants(b, nb.profile)]
-build.warm(pairs)  # compiled into the disk cache by one process per core, then loaded here
-sets = [build.kernels(b, v) for b, v in pairs]
-per_set, per_fn = inv.kernel_sizes(sets)
+# each set built and listed in a worker process, one per core
+per_set, per_fn = inv.kernel_sizes_of((b, v) for b in usable_here
+                                      for v in inv.variants(b, nb.profile))
 nb.table(per_set, "kernel_sets")
 nb.table(per_fn, "kernel_functions")
 per_set

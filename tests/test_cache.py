@@ -146,22 +146,3 @@ def test_concurrent_cold_builds_processes(cache):
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0 and out.strip() == "ok", err
     assert len([p for p in cache.iterdir() if p.suffix == ".vgko"]) == 1
-
-
-def test_warm_compiles_into_the_cache_in_worker_processes(cache):
-    """build.warm compiles each distinct set once, in spawned processes, into the disk cache;
-    loading it afterwards is a cache hit.  One worker: nothing to do (kernels compiles)."""
-    from vgkernels import build
-    from vgkernels.backends import get
-    from vgkernels.kernels import generate
-    from vgkernels.variant import Variant
-
-    split = Variant(tail="split")
-    assert build.warm([("portable", split)], workers=1) == 0
-    assert not cache.exists() or not list(cache.glob("*.vgko"))
-    assert build.warm([("portable", split), ("portable", None), ("portable", Variant())],
-                      workers=2) == 2
-    assert len(list(cache.glob("*.vgko"))) == 2
-    be = get("portable")
-    prefix, text = generate(be, split.resolved(be))
-    assert jit.compile_ir(prefix, text, be.llvm_features, be.llvm_cpu).from_cache

@@ -4,12 +4,8 @@ disk cache (`vgkernels.jit`), load it, once per process for each (backend, varia
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
 import threading
 import time
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from . import abi, jit
@@ -64,29 +60,3 @@ def kernels(backend: str | Backend, variant: Variant | None = None) -> Kernels:
     v = (variant or Variant()).resolved(be)
     with _building:  # threads asking for the same set at once compile it once
         return _kernels(be.name, v)
-
-
-def _warm_one(case: tuple[str, Variant]) -> None:
-    be = get(case[0])
-    prefix, text = generate(be, case[1])
-    jit.cached_object(prefix, text, be.llvm_features, be.llvm_cpu)
-
-
-def warm(cases: Iterable[tuple[str | Backend, Variant | None]], workers: int = 0) -> int:
-    """Compile kernel sets into the disk cache in spawned processes (``workers``; 0: one per
-    CPU), so that `kernels` only loads them: a cold set takes seconds of one core.  Does
-    nothing without a usable disk cache or with one worker (`kernels` compiles then).
-    Returns how many sets were handed to the workers."""
-    todo = []
-    for backend, variant in cases:
-        be = backend if isinstance(backend, Backend) else get(backend)
-        case = (be.name, (variant or Variant()).resolved(be))
-        if case not in todo:
-            todo.append(case)
-    workers = min(workers or os.cpu_count() or 1, len(todo))
-    if workers < 2 or jit.cache_dir() is None:
-        return 0
-    # spawn, not fork: the caller (a notebook's kernel) may hold threads and LLVM state
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_warm_one, todo))
-    return len(todo)

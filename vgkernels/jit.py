@@ -236,30 +236,22 @@ def load_library(path: str) -> None:
     llvm.load_library_permanently(path)
 
 
-def cached_object(name: str, ir_text: str, llvm_features: str, cpu_name: str | None = None,
-                  use_cache: bool = True) -> tuple[bytes, float, bool]:
-    """The object code of ``ir_text``: from the disk cache, else compiled (and written to the
-    cache).  Returns (object, seconds compiling, whether it came from the cache)."""
-    cpu_name = cpu_name or cpu.host_cpu_name()
-    key = cache_key(ir_text, llvm_features, cpu_name)
-    d = cache_dir() if use_cache else None
-    path = d / f"{name}-{key}.vgko" if d is not None else None
-    obj = _read_cached(path, key) if path is not None else None
-    if obj is not None:
-        return obj, 0.0, True
-    t0 = time.perf_counter()
-    obj = emit_object(ir_text, llvm_features, cpu_name)
-    seconds = time.perf_counter() - t0
-    if path is not None:
-        _write_cached(path, key, obj)
-    return obj, seconds, False
-
-
 def compile_ir(name: str, ir_text: str, llvm_features: str, cpu_name: str | None = None,
                use_cache: bool = True) -> Library:
     """Compile (or fetch from the disk cache) and load ``ir_text``; returns its Library."""
     cpu_name = cpu_name or cpu.host_cpu_name()
-    obj, seconds, from_cache = cached_object(name, ir_text, llvm_features, cpu_name, use_cache)
+    key = cache_key(ir_text, llvm_features, cpu_name)
+    d = cache_dir() if use_cache else None
+    path = d / f"{name}-{key}.vgko" if d is not None else None
+    t0 = time.perf_counter()
+    obj = _read_cached(path, key) if path is not None else None
+    from_cache = obj is not None
+    seconds = 0.0
+    if obj is None:
+        obj = emit_object(ir_text, llvm_features, cpu_name)
+        seconds = time.perf_counter() - t0
+        if path is not None:
+            _write_cached(path, key, obj)
     with _lock:
         tm = target_machine(llvm_features, cpu_name)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)

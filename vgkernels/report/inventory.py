@@ -3,10 +3,13 @@ and a quick correctness check."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -15,6 +18,7 @@ import seaborn as sns
 
 from .. import elf, jit
 from ..backends import BACKENDS, availability, choose, get
+from ..build import kernels
 from ..cpu import FEATURES, host_features, usable_features
 from ..kernels import generate
 from ..selfcheck import check_backend
@@ -149,6 +153,26 @@ def kernel_sizes(sets: Sequence[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
         fn_df = fn_df[["backend", "variant", "tail", "function", "exported", "ir_lines",
                        "asm_lines", "obj_bytes", "symbol"]]
     return pd.DataFrame(per_set), fn_df
+
+
+def _sizes_of(case: tuple[str, Variant]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return kernel_sizes([kernels(*case)])
+
+
+def kernel_sizes_of(pairs: Iterable[tuple[str, Variant]], workers: int = 0
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`kernel_sizes` of these (backend, variant) sets, each built (through the disk cache)
+    and listed in a spawned process (``workers``; 0: one per CPU): the build, the assembly
+    listing and the optimised IR are each seconds of one core."""
+    pairs = list(pairs)
+    workers = min(workers or os.cpu_count() or 1, len(pairs))
+    if workers < 2:
+        return kernel_sizes([kernels(b, v) for b, v in pairs])
+    # spawn, not fork: the notebook's kernel holds threads and LLVM state
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        parts = list(pool.map(_sizes_of, pairs))
+    return (pd.concat([p[0] for p in parts], ignore_index=True),
+            pd.concat([p[1] for p in parts], ignore_index=True))
 
 
 # -- compile times -----------------------------------------------------------------------------
