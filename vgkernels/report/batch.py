@@ -516,8 +516,8 @@ def parser() -> argparse.ArgumentParser:
         description="Run the report notebooks (papermill) into one directory: executed "
                     "notebooks, HTML, figures, data, derived thresholds and an index.html.")
     p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="tiny: seconds per notebook; quick (default): about 10 minutes in "
-                        "all; full: the real analysis")
+                   help="tiny: seconds per notebook; quick (default): about 35 minutes on "
+                        "two cores with a cold kernel cache; full: the real analysis")
     p.add_argument("--out", help="report directory (default reports/<date>-<host>-<llvm cpu>/, "
                                  "with -2, -3, ... when it exists)")
     p.add_argument("--backends", nargs="+", metavar="NAME",

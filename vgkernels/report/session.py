@@ -45,7 +45,9 @@ PROGRESS_ENV = "VG_REPORT_PROGRESS"  # a file the batch polls for "which sweep, 
 @dataclass(frozen=True)
 class Profile:
     """How hard a profile measures.  ``tiny``: seconds per notebook (the tests); ``quick``:
-    the whole batch in about ten minutes on two cores; ``full``: the real analysis."""
+    the whole batch in about 35 minutes on two cores with a cold kernel cache (measured on a
+    2-vCPU Zen 3; notebooks 07 and 08 compile and check every backend); ``full``: the real
+    analysis."""
 
     name: str
     k: int  # samples per case
