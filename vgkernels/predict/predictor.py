@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import pandas as pd
@@ -16,6 +13,7 @@ from ..asm import regions as asm_regions
 from ..backends import Backend, get
 from ..kernels import generate
 from ..listing import assembly_of
+from ..processes import spawn_map
 from ..variant import Variant, symbol_prefix
 from . import mca, model
 from .targets import supported
@@ -159,23 +157,12 @@ def table(cpus: Sequence[str], backends: Sequence[str] | None = None,
             else:
                 vs = list(variants)  # type: ignore[arg-type]
             cases += [(cpu, be.name, label, v) for label, v in vs]
-    tasks = _tasks(cases, regions)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
     got: dict[int, list[dict]] = {}
-
-    def collect(results: Iterable[list[tuple[int, list[dict]]]]) -> None:
-        for done in results:
-            for i, r in done:
-                got[i] = r
-                if progress:
-                    progress(*cases[i][:3])
-    if workers == 1:
-        collect(map(_run_task, tasks))
-    else:
-        # spawn, not fork: the notebook's kernel may hold threads (and LLVM state)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            collect(pool.map(_run_task, tasks))
+    for done in spawn_map(_run_task, _tasks(cases, regions), workers):
+        for i, r in done:
+            got[i] = r
+            if progress:
+                progress(*cases[i][:3])
     return pd.DataFrame([r for i in range(len(cases)) for r in got[i]])
 
 

@@ -5,14 +5,12 @@ computed from both."""
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
 from ..ct import check, controls, timing
+from ..processes import spawn_map
 from ..variant import Variant
 from .session import Profile, fmt_list, plural
 
@@ -58,14 +56,8 @@ def static_table(backends: Sequence[str], profile: Profile, workers: int = 0
     controls' row; and the controls' report (for their findings).  The checks (tens of
     seconds of one core each: the taint pass is Python) run in ``workers`` spawned processes
     (0: one per CPU)."""
-    cases = [(b, v) for b in backends for v in variants(profile)]
-    workers = min(workers or os.cpu_count() or 1, len(cases))
-    if workers > 1:
-        ctx = multiprocessing.get_context("spawn")  # the notebook's kernel holds LLVM state
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            rows = list(pool.map(_static_row, cases))
-    else:
-        rows = [_static_row(c) for c in cases]
+    rows = spawn_map(_static_row, [(b, v) for b in backends for v in variants(profile)],
+                     workers)
     ctl = controls.check_controls()
     rows.append(_row(ctl))
     return pd.DataFrame(rows), ctl

@@ -3,13 +3,10 @@ and a quick correctness check."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
 import statistics
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -21,6 +18,7 @@ from ..backends import BACKENDS, availability, choose, get
 from ..build import kernels
 from ..cpu import FEATURES, host_features, usable_features
 from ..kernels import generate
+from ..processes import spawn_map
 from ..selfcheck import check_backend
 from ..variant import Variant
 from .session import Profile, empty_figure, fmt_list, fmt_range, get_profile, plural
@@ -164,13 +162,7 @@ def kernel_sizes_of(pairs: Iterable[tuple[str, Variant]], workers: int = 0
     """`kernel_sizes` of these (backend, variant) sets, each built (through the disk cache)
     and listed in a spawned process (``workers``; 0: one per CPU): the build, the assembly
     listing and the optimised IR are each seconds of one core."""
-    pairs = list(pairs)
-    workers = min(workers or os.cpu_count() or 1, len(pairs))
-    if workers < 2:
-        return kernel_sizes([kernels(b, v) for b, v in pairs])
-    # spawn, not fork: the notebook's kernel holds threads and LLVM state
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = list(pool.map(_sizes_of, pairs))
+    parts = spawn_map(_sizes_of, pairs, workers)
     return (pd.concat([p[0] for p in parts], ignore_index=True),
             pd.concat([p[1] for p in parts], ignore_index=True))
 
