@@ -324,6 +324,30 @@ def test_quick_profile_sweeps_the_host_cpu_only(monkeypatch):
     assert "only the defaults" in z4 and "only the defaults" not in z3
 
 
+def test_host_line_keeps_portable_apart():
+    """portable's measured / predicted ratio (tens of times off) does not set the x86
+    backends' range in the host line or the headline's worst ratio; it gets its own line."""
+    from vgkernels.report import prediction as pr
+
+    v = pd.DataFrame([
+        {"backend": "portable", "variant": "default", "region": "stitch", "ratio": 70.5},
+        {"backend": "vaes_avx2", "variant": "default", "region": "stitch", "ratio": 0.86},
+        {"backend": "aesni_pclmul_avx", "variant": "skew=2", "region": "stitch", "ratio": 1.14},
+        {"backend": "aesni_pclmul", "variant": "default", "region": "ctr", "ratio": 1.06},
+    ])
+    lines = pr.conclusions(v, pd.DataFrame(), pd.DataFrame(), "znver3")
+    (host,) = [line for line in lines if line.startswith("On the host")]
+    assert "0.86-1.14" in host and "`vaes_avx2` `default` at 0.86" in host
+    assert "portable" not in host and "70.50" not in host
+    (port,) = [line for line in lines if line.startswith("`portable`'s seal")]
+    assert "70.50-70.50" in port
+    assert pr.headline(v, pd.DataFrame())["worst_ratio"] == {
+        "backend": "vaes_avx2", "variant": "default", "ratio": 0.86}
+    only_portable = pr.conclusions(v[v["backend"] == "portable"], pd.DataFrame(),
+                                   pd.DataFrame(), "znver3")
+    assert not [line for line in only_portable if line.startswith("On the host")]
+
+
 @pytest.mark.parametrize("breakage", ["schema", "kind", "best", "backend", "variant", "group"])
 def test_recommendation_table_rejects_bad_data(breakage):
     t = recommend.derive(_frame(), "19.1.7", "2026-11-30")
