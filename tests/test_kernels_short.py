@@ -1,9 +1,9 @@
 """The short path (vgkernels.kernels.short): every AAD length 0..17 against every text length
-0..16 * MEDIUM_BLOCKS + 17 on both sides of its limits (96-bit nonce, AAD <= 16 bytes, text <=
-16 * SHORT_BLOCKS bytes, or 16 * MEDIUM_BLOCKS through the medium path's chunk where the backend
-has it; one block wide and two blocks wide), seal and open in place and out of place, every key
-size, against `cryptography`; the bytes around the output untouched; a tampered tag
-rejected."""
+0..16 * (the longest piece or chunk) + 17 on both sides of its limits (96-bit nonce, AAD <= 16
+bytes, text <= 16 * SHORT_BLOCKS bytes, 16 * MEDIUM_BLOCKS through the medium path's chunk where
+the backend has it, or vaes_avx512's longer pieces; one block wide and two blocks wide), seal
+and open in place and out of place, every key size, against `cryptography`; the bytes around
+the output untouched; a tampered tag rejected."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, ref, rng
 
 from vgkernels.api import AesGcm, InvalidTag
 from vgkernels.backends import BACKENDS, get
-from vgkernels.kernels.short import MAX_AAD, MEDIUM_BLOCKS, chunk_blocks
+from vgkernels.kernels.short import MASKED_PIECES, MAX_AAD, MEDIUM_BLOCKS, chunk_blocks
 
-TEXTS = range(16 * MEDIUM_BLOCKS + 18)
+TEXTS = range(16 * max(MEDIUM_BLOCKS, *MASKED_PIECES.values()) + 18)
 AADS = range(MAX_AAD + 2)
 GUARD = 16
 

@@ -57,8 +57,9 @@ class Profile:
     gap_s: float = 1.0
     target_us: float = 20.0
     # 127 and 129: the last partial block inside the short path (128 B), the first past it;
-    # 257: the first past vaes_avx2's medium path and vaes_avx512's longest piece (256 B)
-    sawtooth: tuple[int, ...] = (31, 79, 127, 129, 255, 257, 511, 1023, 2047, 4095, 16383)
+    # 257: the first past vaes_avx2's medium path (256 B); 305: the first past vaes_avx512's
+    # longest seal piece (304 B)
+    sawtooth: tuple[int, ...] = (31, 79, 127, 129, 255, 257, 305, 511, 1023, 2047, 4095, 16383)
     remainders: int | None = None  # None: every r in 1..group-1; else this many, spread
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
@@ -78,7 +79,7 @@ class Profile:
 PROFILES = {
     "full": Profile(),
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0,
-                     sawtooth=(129, 255, 257, 511, 1023, 4095),
+                     sawtooth=(129, 255, 257, 305, 511, 1023, 4095),
                      remainders=4, io_step=256, stack_step=512, confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),

@@ -1,6 +1,6 @@
-"""The short path: a seal or open of at most SHORT_BLOCKS blocks of text (piece_blocks: up to 16
-on vaes_avx512) with a 96-bit nonce and at most 16 bytes of AAD, as one straight-line piece per
-block count.
+"""The short path: a seal or open of at most SHORT_BLOCKS blocks of text (piece_blocks: up to 19
+for seal and 14 for open on vaes_avx512) with a 96-bit nonce and at most 16 bytes of AAD, as
+one straight-line piece per block count.
 
 Why a separate path: through the general one a 16-byte seal runs J0 and E(J0) (vg.setup), the
 AAD (its own multiply and reduction, vg.bulk.hash), then the text and the length block
@@ -68,7 +68,7 @@ CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
-MASKED_PIECES = {ENC: 16, DEC: 14}  # vaes_avx512: pieces up to 256 / 224 bytes (piece_blocks)
+MASKED_PIECES = {ENC: 19, DEC: 14}  # vaes_avx512: pieces up to 304 / 224 bytes (piece_blocks)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
@@ -587,10 +587,15 @@ def long_records(params: Params) -> bool:
 
 def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
     """The most blocks of text one straight-line piece takes: SHORT_BLOCKS, but MASKED_PIECES
-    on vaes_avx512 (design notes, "Longer pieces on vaes_avx512").  Why: its general path costs
-    about 33-37 ns at 129-256 B, the pieces 25-34 ns (their last pair masked), so wherever the
-    pieces stop below 256 B the step to the general path is about 9 ns, past target 2's 8 ns;
-    open stops at 14 blocks, where its pieces stop beating the general path's zmm GHASH."""
+    on vaes_avx512 (design notes, "Longer pieces on vaes_avx512" and "Zen 4, tenth session").
+    Why: its general path costs about 33-37 ns at 129-256 B, the pieces 25-34 ns (their last
+    pair masked), so wherever the pieces stop below 256 B the step to the general path is about
+    9 ns, past target 2's 8 ns.  Past 256 B the general path is flat where its masked end
+    grows by one zmm vector (Zen 4: 257-320 B 41.8 ns, 321-384 B 45.8) and the pieces rise
+    about 1.1 ns a block (257 B 34.4, 304 B 36.2, 320 B 37.8), so seal's pieces stop at 19
+    blocks, where the step to the general path is smallest (305 B: +5.7 ns; stopping at 20
+    blocks left +8.0 at 321 B, at 16 +8.7 at 257 B).  Open stops at 14 blocks, where its
+    pieces stop beating the general path's zmm GHASH."""
     return MASKED_PIECES[mode] if backend.masked and backend.prims == "x86" else SHORT_BLOCKS
 
 
