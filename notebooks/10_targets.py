@@ -23,7 +23,7 @@ from vgkernels.analysis import targets as at
 from vgkernels.bench import targets as bt
 from vgkernels.report import targets as tg
 
-nb = report.start("10_targets", profile, out_dir, data_dir, backends)
+nb = report.start("10_targets", profile, out_dir, data_dir, backends, only=tg.only(backends))
 raw = tg.measure(nb.profile, bt.usable_backends(nb.backends))
 tab = at.table(raw)
 

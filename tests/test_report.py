@@ -54,6 +54,20 @@ def test_profiles_and_backends():
         session.choose_backends(["nope"], "quick")
 
 
+def test_targets_notebook_measures_the_issues_backends_unless_named():
+    """Notebook 10 by default measures the backends issue 12's targets are set for (not
+    `portable`, whose bound is meaningless); backends named by the caller are kept."""
+    from vgkernels.backends import usable
+    from vgkernels.bench.targets import BACKENDS
+    from vgkernels.report import targets as tg
+
+    got = session.choose_backends(None, "quick", tg.only(None))
+    assert got == [b.name for b in usable() if b.name in BACKENDS]
+    assert "portable" not in got
+    assert tg.only(["portable"]) is None
+    assert session.choose_backends(["portable"], "quick", tg.only(["portable"])) == ["portable"]
+
+
 def test_profile_plans():
     from vgkernels.backends import BACKENDS
     from vgkernels.report import (
