@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -16,7 +16,7 @@ from ..bench import targets as bt
 from .session import Profile
 
 
-def only(backends: object) -> Callable[[Backend], bool] | None:
+def only(backends: str | Iterable[str] | None) -> Callable[[Backend], bool] | None:
     """`report.start`'s filter: when no backends are named, the issue's (``bt.BACKENDS``, the
     ones its targets are set for) rather than every usable one; named ones are kept as given.
     Without it the batch measured `portable` too, whose instruction-mix "bound" (it issues no
