@@ -119,7 +119,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
-        karatsuba=True, skew=0, stitch_min=32, enc_carry=True,
+        karatsuba=True, skew=0, stitch_min=32, enc_carry=True, first_round=True,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

@@ -141,6 +141,13 @@ class Emitter:
         mask = [q for lane in range(w) for q in (2 * lane + 1, 2 * lane)]
         return self.b.shuffle_vector(v, ir.Constant(v.type, None), _i32vec(mask))
 
+    def unpack_qwords(self, a: ir.Value, b: ir.Value, high: bool) -> ir.Value:
+        """Per 128-bit lane: qword ``high`` of a, then the same qword of b
+        (vpunpcklqdq / vpunpckhqdq)."""
+        w, h = width_of(a), int(high)
+        mask = [q for lane in range(w) for q in (2 * lane + h, 2 * w + 2 * lane + h)]
+        return self.b.shuffle_vector(a, b, _i32vec(mask))
+
     def broadcast(self, v: ir.Value, w: int) -> ir.Value:
         """One block repeated over W lanes."""
         if w == width_of(v):

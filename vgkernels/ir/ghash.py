@@ -23,7 +23,7 @@ GFPOLY = (1, 0xC200000000000000)  # per lane: low qword 1, high qword 0xc2 << 56
 @dataclass
 class Parts:
     lo: ir.Value
-    mi: ir.Value
+    mi: ir.Value | None  # None only between `Ghash.accumulate_outer` and its middles
     hi: ir.Value
 
 
@@ -38,13 +38,15 @@ class Ghash:
     shuffle and one XOR (``fold_halves``), and b0+b1 of a key power is computed once per
     function (``h_folded``)."""
 
-    def __init__(self, em: Emitter, prims, karatsuba: bool = False):
+    def __init__(self, em: Emitter, prims, karatsuba: bool = False, paired: bool = False):
         self.em = em
         self.p = prims
         self.karatsuba = karatsuba
+        # a group's middle operands two vectors at a time (`accumulate_middles`)
+        self.paired = karatsuba and paired
 
     def fold_halves(self, v: ir.Value) -> ir.Value:
-        """a0 ^ a1 in the low qword of every lane (Karatsuba's middle operand)."""
+        """a0 ^ a1 in both qwords of every lane (Karatsuba's middle operand)."""
         return self.em.xor(v, self.em.swap_qwords(v))
 
     def mul_parts(self, a: ir.Value, h: ir.Value, h_folded: ir.Value | None = None) -> Parts:
@@ -54,6 +56,29 @@ class Ghash:
             hk = h_folded if h_folded is not None else self.fold_halves(h)
             return Parts(c(a, h, 0x00), c(self.fold_halves(a), hk, 0x00), c(a, h, 0x11))
         return Parts(c(a, h, 0x00), b.xor(c(a, h, 0x01), c(a, h, 0x10)), c(a, h, 0x11))
+
+    def accumulate_outer(self, acc: Parts | None, a: ir.Value, h: ir.Value) -> Parts:
+        """Karatsuba's first half of acc += a * h: the low and high products; the middle one
+        comes with the next vector's (`accumulate_middles`)."""
+        c, x = self.p.clmul, self.em.xor
+        lo, hi = c(a, h, 0x00), c(a, h, 0x11)
+        if acc is None:
+            return Parts(lo, None, hi)
+        return Parts(x(acc.lo, lo), acc.mi, x(acc.hi, hi))
+
+    def accumulate_middles(self, acc: Parts, a: ir.Value, ha: ir.Value, hfa: ir.Value | None,
+                           b: ir.Value, hb: ir.Value, hfb: ir.Value | None) -> Parts:
+        """The middle products of two vectors, whose low and high ones `accumulate_outer`
+        added: per lane, [a0, b0] ^ [a1, b1] = [a0 + a1, b0 + b1] is both middle operands
+        from one XOR (two unpacks and an XOR instead of a shuffle and an XOR per vector), and
+        each multiply picks its qword by the immediate; a key power's half-sum is in both of
+        its qwords (`fold_halves`)."""
+        em, c = self.em, self.p.clmul
+        hfa = hfa if hfa is not None else self.fold_halves(ha)
+        hfb = hfb if hfb is not None else self.fold_halves(hb)
+        m = em.xor(em.unpack_qwords(a, b, False), em.unpack_qwords(a, b, True))
+        mi = em.xor(c(m, hfa, 0x00), c(m, hfb, 0x01))
+        return Parts(acc.lo, mi if acc.mi is None else em.xor(acc.mi, mi), acc.hi)
 
     def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value,
                    h_folded: ir.Value | None = None) -> Parts:

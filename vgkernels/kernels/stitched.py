@@ -55,11 +55,21 @@ class GroupHash:
 
     def steps(self, reduce: bool = False) -> Iterator[None]:
         em, gh = self.fn.em, self.fn.f.gh
+        held = None  # Karatsuba: an even vector whose middle product waits for the next's
         for k in range(self.v):
             d = em.bswap_lanes(self.data(k))
             if k == 0:
                 d = em.xor(d, self.s)
-            self.sum = gh.accumulate(self.sum, d, *self.power(k))
+            h, hf = (*self.power(k), None)[:2]
+            if gh.paired and (held is not None or k + 1 < self.v):
+                self.sum = gh.accumulate_outer(self.sum, d, h)
+                if held is None:
+                    held = (d, h, hf)
+                else:
+                    self.sum = gh.accumulate_middles(self.sum, *held, d, h, hf)
+                    held = None
+            else:
+                self.sum = gh.accumulate(self.sum, d, h, hf)
             yield
         if reduce:
             self.y = gh.reduce(self.sum)
@@ -189,6 +199,25 @@ def checked(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value]) -> lis
         lambda: ctrs.counter_blocks(em, c, fn.p.w, fn.p.v), "ctrchk")
 
 
+def checked_table(fn: BulkFn, c: ir.Value, i: ir.Value, base: list[ir.Value]
+                  ) -> tuple[list[ir.Value], list[ir.Value]]:
+    """`checked` for loops whose blocks are first-round states (``fn.first_round``): the
+    group at block i from the table where the group before it was on the fast path (the
+    same run of 256 counters, so ``base`` holds), else counted and begun with a new base.
+    At the top of the iteration, like `checked`: the states are used at once, nothing lives
+    across the group.  Returns (the states, the base)."""
+    em, b, g = fn.em, fn.b, fn.p.g
+    low = b.and_(b.add(fn.pub_ctr, i), _c(0xFF))
+
+    def table() -> list:
+        return [first_round_table(fn, base[0], low, fn.p.v), list(base)]
+
+    def counted() -> list:
+        return [begin(fn, ctrs.counter_blocks(em, c, fn.p.w, fn.p.v)), first_round_base(fn, c)]
+    blocks, nbase = em.if_else_values(_fast(fn, b.sub(i, _c(g)), g), table, counted, "ctrtab")
+    return blocks, nbase
+
+
 def first_round_base(fn: BulkFn, c: ir.Value) -> list[ir.Value]:
     """[R1(x0)] in every lane: the first round of c's block with its last byte zero, which the
     table's entries complete for each last byte (`abi.CTX_ROUND1`).  The same for a run of 256
@@ -282,11 +311,12 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     # from vector 0 after the group and checked at the top of the next iteration (`checked`),
     # so neither the 8 next vectors nor a branch sit across the group: 19 fewer instructions
     # and 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
-    # same (vaes_avx512, same-run A/B).
+    # same (vaes_avx512, same-run A/B).  With the first-round table the states come from it
+    # at the top of the iteration (`checked_table`): per group 8 zmm vaesenc, 8 adds and 8
+    # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").
     late = not skewed and fn.p.w >= 4
-    assert not (fn.first_round and (late or fn.carry)), "the table serves the advance form"
-    if late:
-        nxt1, base1 = derived(fn, blocks0[0]), base0
+    if late:  # with the table, the states come from it at the top (`checked_table`)
+        nxt1, base1 = ([] if fn.first_round else derived(fn, blocks0[0])), base0
     else:
         nxt1, base1 = advance(fn, ctr, zero_i, blocks0, derive=False, base=base0)
     out0: list[ir.Value] = []
@@ -295,12 +325,16 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     c1 = ctrs.add(em, ctr, g)
 
     if fn.carry:  # the carried function (`BulkFn.call_carry`)
-        return _enc_carried(fn, end, s1, c1, nxt1, out0)
+        return _enc_carried(fn, end, s1, c1, nxt1, base1, out0)
     with em.loop("stitch", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or [], base=base1) as v:
         # blocks: counter blocks of the group at i (skewed: already begun, in started)
         base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
-        if late:
+        if late and fn.first_round:
+            blocks, nbase = checked_table(fn, v.ctr, v.i, v.base)
+            s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
+            nblk = []
+        elif late:
             blocks = checked(fn, v.ctr, v.i, v.blocks)
             s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
             nblk, nbase = derived(fn, blocks[0]), v.base
@@ -335,7 +369,8 @@ def carried_vectors(fn: BulkFn) -> int:
 
 
 def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
-                 nxt1: list[ir.Value], out0: list[ir.Value]) -> list[ir.Value]:
+                 nxt1: list[ir.Value], base1: list[ir.Value], out0: list[ir.Value]
+                 ) -> list[ir.Value]:
     """enc_region hashing the previous group from the registers it was stored from, not
     reloaded from the output.  A zmm store reloaded at once waits for store-to-load
     forwarding: on Zen 4 twice as long when the vector crosses a cache line (18.5 ticks
@@ -351,14 +386,18 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     em, b, g = fn.em, fn.b, fn.p.g
     held = carried_vectors(fn)
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
-                 i=_c(g), s=s, ctr=c1, blocks=nxt1, prev=out0[:held]) as v:
-        blocks = checked(fn, v.ctr, v.i, v.blocks)
+                 i=_c(g), s=s, ctr=c1, blocks=nxt1, base=base1, prev=out0[:held]) as v:
+        if fn.first_round:
+            blocks, v.base = checked_table(fn, v.ctr, v.i, v.base)
+        else:
+            blocks = checked(fn, v.ctr, v.i, v.blocks)
         outs: list[ir.Value] = []
-        base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
-        s2, _ = stitched_group(fn, v.i, v.s, blocks, base, hash_vectors=list(v.prev),
+        stored = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
+        s2, _ = stitched_group(fn, v.i, v.s, blocks, stored, hash_vectors=list(v.prev),
                                outputs=outs)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-        v.blocks, v.prev = derived(fn, blocks[0]), outs[:held]
+        v.blocks = [] if fn.first_round else derived(fn, blocks[0])
+        v.prev = outs[:held]
     fn.pending_vectors = list(v.prev)  # the leftover hashes them from here, too
     return [v.i, v.s, v.ctr]
 
