@@ -68,7 +68,8 @@ CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
-MASKED_PIECES = {ENC: 19, DEC: 14}  # vaes_avx512: pieces up to 304 / 224 bytes (piece_blocks)
+MASKED_PIECES = {ENC: 19, DEC: 19}  # vaes_avx512: pieces up to 304 bytes (piece_blocks)
+LONG_OPEN = 12  # blocks: vaes_avx512's open pieces from here in vg.short.dec.long (long_opens)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
@@ -194,7 +195,9 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
 
     ``long_only`` (with ``extra``): vg.short.enc.byte.long, the pieces past SHORT_BLOCKS only,
     where piece_blocks allows them: records of 129 .. 16 * record_blocks bytes, in their own
-    function so vg.short.enc.byte's 0..8-block pieces keep their registers."""
+    function so vg.short.enc.byte's 0..8-block pieces keep their registers.  Without ``extra``
+    (`long_opens`): vg.short.dec.long, open's pieces from LONG_OPEN blocks, which the caller
+    picks by the length (`call`); vg.short.dec keeps the shorter ones."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
     f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only), vec(1),
            args)
@@ -210,7 +213,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         # vaes_avx2 (no gain; open 96-128 B 1.09-1.11x at one offset).
         f.reloadable_keys()
     if long_only:
-        f.fn.attributes.add("noinline")  # inlined, it would reallocate vg.short.enc.byte
+        f.fn.attributes.add("noinline")  # inlined, it would reallocate its caller
     em, b, gh = f.em, f.b, f.gh
     ctx, nonce, aad, al, inp, out, ln = f.args[:7]
     c = lambda x: ir.Constant(i64, x)  # noqa: E731
@@ -245,12 +248,17 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     pieces = (SHORT_BLOCKS if not long_only else record_blocks(params)) if extra \
         else piece_blocks(params.backend, mode)
     first = SHORT_BLOCKS + 1 if long_only else 0
+    long_open = not extra and long_opens(params.backend, mode)
+    if long_open and long_only:
+        first = LONG_OPEN
+    elif long_open:
+        pieces = LONG_OPEN - 1
     tail_only = medium_only or chunks_only  # the pieces only the chunks reach
     # VAES: chunks of WIDE_CHUNK blocks (8 ymm AES chains; one of CHUNK has 4), the one
     # before the tail's piece joining its sums to the piece's (`chunk`): no loop, 2 * WIDE_CHUNK
     # blocks at most
     joined = chunks_only and _wide_unmasked(params.backend)
-    medium = tail_only or (not extra and medium_blocks(params, mode) > pieces
+    medium = tail_only or (not extra and not long_open and medium_blocks(params, mode) > pieces
                               and not separate_medium(params))
 
     def chunk(nr: int, cin, cout, nvc, lc, a, nc, size: int = CHUNK,
@@ -312,7 +320,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         singles = list(range(w * pairs, m))  # blocks one block wide (the last among them)
         rks1 = f.round_keys(ctx, nr, 1, keys_where_used(params.backend, mode))
         first_hash = hash_first(params.backend, mode, m)  # open's text hashed before the AES
-        assert not (first_hash and pairs)  # one block wide only
+        pair_text = []  # first_hash: the pairs' text, XORed and stored after the AES
 
         def keystream() -> tuple[ir.Value, dict, list]:
             ys = aes.aes_encrypt(em, f.prims, [counter_block(em, nv, 1)]
@@ -337,12 +345,20 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
                     mask = partial.mask_bits(em, n, w)
                 else:
                     d, mask = partial.masked_load(em, src, n, w)
+                if first_hash:
+                    pair_text.append((v, d, dst, mask))
+                    accw = gh.accumulate(accw, em.bswap_lanes(d), f.power(ctx, m + 1 - w * v, w))
+                    continue
                 o = b.xor(d, ksw[v])
                 partial.masked_store(em, dst, o, mask, w)
                 if mode.hashes_output:  # the keystream past the text is not ciphertext
                     o = partial.select_bytes(em, mask, o, w)
             else:
                 d = em.load(tin, off, w)
+                if first_hash:
+                    pair_text.append((v, d, em.gep(tout, off), None))
+                    accw = gh.accumulate(accw, em.bswap_lanes(d), f.power(ctx, m + 1 - w * v, w))
+                    continue
                 o = b.xor(d, ksw[v])
                 em.store(o, tout, off)
             accw = gh.accumulate(accw, em.bswap_lanes(mode.hashed_value(d, o)),
@@ -385,7 +401,12 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         if first_hash:
             acc = gh.accumulate(acc, lens, f.power(ctx, 1, 1))
             tag = em.bswap_lanes(gh.reduce(acc))
-            ej0, ks1, _ = keystream()
+            ej0, ks1, ksw = keystream()
+            for v, d, dst, mask in pair_text:
+                if mask is None:
+                    em.store(b.xor(d, ksw[v]), dst)
+                else:
+                    partial.masked_store(em, dst, b.xor(d, ksw[v]), mask, w)
             for k, d, dst in singles_text:
                 store_text(k, dst, b.xor(d, ks1[k]))
             b.ret(em.xor(tag, ej0))
@@ -594,8 +615,9 @@ def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
     grows by one zmm vector (Zen 4: 257-320 B 41.8 ns, 321-384 B 45.8) and the pieces rise
     about 1.1 ns a block (257 B 34.4, 304 B 36.2, 320 B 37.8), so seal's pieces stop at 19
     blocks, where the step to the general path is smallest (305 B: +5.7 ns; stopping at 20
-    blocks left +8.0 at 321 B, at 16 +8.7 at 257 B).  Open stops at 14 blocks, where its
-    pieces stop beating the general path's zmm GHASH."""
+    blocks left +8.0 at 321 B, at 16 +8.7 at 257 B).  Open's too, from LONG_OPEN blocks in a
+    function of their own (`long_opens`); in one function with the shorter ones, pieces past
+    14 blocks lost to the general path's zmm GHASH."""
     return MASKED_PIECES[mode] if backend.masked and backend.prims == "x86" else SHORT_BLOCKS
 
 
@@ -609,9 +631,27 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     kept: on aesni_pclmul (SSE) whole blocks gained (64-96 B 0.94-0.97x) but a partial last
     block of 5 lost (65 B 1.06x, 200 B 1.06x); below HASH_FIRST blocks the multiplies, older in
     program order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
-    (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x)."""
+    (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x).
+
+    vaes_avx512: open's pieces from LONG_OPEN blocks, ymm pairs included (`long_opens`)."""
+    if long_opens(backend, mode):
+        return m >= LONG_OPEN
     return (not mode.hashes_output and one_block_wide(backend)
             and backend.vex and m >= HASH_FIRST)
+
+
+def long_opens(backend: Backend, mode: Mode) -> bool:
+    """Whether open's pieces run to MASKED_PIECES[DEC] blocks, those from LONG_OPEN blocks in
+    vg.short.dec.long (its caller branches on the length), hashing first, with the round keys
+    loaded where used: vaes_avx512.  Why (same run, Zen 4, two stack offsets, against pieces
+    to 14 blocks in one function): there open cost 1.08-1.17x seal at 128-304 B; the xmm round
+    keys sat in 15 registers above the jump table.  The three together: open 64-128 B
+    0.88-0.98x, 192-304 B 0.87-0.95x, 144-176 B 0.96-1.00x, 16-48 B 1.01-1.02x.  Apart, in the
+    same session: longer pieces alone lost at 256 B (1.05x); hashing first without the split
+    1.06-1.09x at 144-176 B and 1.06x at 16 B (the shorter pieces' registers moved); the split
+    with the keys hoisted 1.045x at 128 B; the split and the keys without a call (a tail call
+    from vg.short.dec's switch) 1.05x at 16 B (a callee-saved register in every open)."""
+    return backend.masked and backend.prims == "x86" and mode is DEC
 
 
 def keys_where_used(backend: Backend, mode: Mode) -> bool:
@@ -624,8 +664,9 @@ def keys_where_used(backend: Backend, mode: Mode) -> bool:
     now 2-12).  Same-run A/B, Zen 3, two stack offsets: open 48-128 B 0.92-0.98x (65 B
     0.88-0.90x), 32 B 1.01x on aesni_pclmul_avx; 16-128 B 0.90-0.99x on aesni_pclmul.  Not
     seal: its keys were not hoisted (its switch's default is reachable), and loaded where used
-    its records lost (aesni_pclmul_avx gather 96-112 B 1.02-1.04x)."""
-    return one_block_wide(backend) and not mode.hashes_output
+    its records lost (aesni_pclmul_avx gather 96-112 B 1.02-1.04x).  Open on vaes_avx512 too
+    (`long_opens`)."""
+    return (one_block_wide(backend) or long_opens(backend, mode)) and not mode.hashes_output
 
 
 def separate_medium(params: Params) -> bool:
@@ -669,6 +710,9 @@ def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
         for v, blk in ends:
             t.add_incoming(v, blk)
         return t
+    if long_opens(fn.params.backend, mode) and blocks >= LONG_OPEN:
+        (t,) = em.if_else_values(past(LONG_OPEN - 1), lambda: go(long=True), go, "long")
+        return t
     if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
         return go()[0]
     longer = lambda: go(medium=True)  # noqa: E731
@@ -698,6 +742,8 @@ def chunks_inside(params: Params, mode: Mode) -> bool:
 
 def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
+        if long_opens(params.backend, mode):  # first: vg.short.dec's caller calls it
+            build_short(module, params, mode, long_only=True)
         build_short(module, params, mode)
         if separate_medium(params):
             build_short(module, params, mode, medium_only=True)
