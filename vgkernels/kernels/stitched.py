@@ -188,34 +188,39 @@ def derived(fn: BulkFn, first: ir.Value, g: int | None = None) -> list[ir.Value]
     return [_byte_add(fn, d, g + k * fn.p.w) for k in range(g // fn.p.w)]
 
 
-def checked(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value]) -> list[ir.Value]:
-    """The counter blocks of the group at block i (first counter c) from ``blocks``, which
-    `derived` computed from the group before, or, where that one's _fast fails, the general
-    path's.  The branch comes before the group: with it after, codegen sank the GHASH (used only
-    by the next iteration) below it, unstitched from the AES."""
-    em, g = fn.em, fn.p.g
-    return em.if_else_values(
-        _fast(fn, fn.b.sub(i, _c(g)), g), lambda: blocks,
-        lambda: ctrs.counter_blocks(em, c, fn.p.w, fn.p.v), "ctrchk")
-
-
-def checked_table(fn: BulkFn, c: ir.Value, i: ir.Value, base: list[ir.Value]
-                  ) -> tuple[list[ir.Value], list[ir.Value]]:
-    """`checked` for loops whose blocks are first-round states (``fn.first_round``): the
-    group at block i from the table where the group before it was on the fast path (the
-    same run of 256 counters, so ``base`` holds), else counted and begun with a new base.
-    At the top of the iteration, like `checked`: the states are used at once, nothing lives
-    across the group.  Returns (the states, the base)."""
+def checked(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value],
+            base: list[ir.Value]) -> tuple[list[ir.Value], list[ir.Value]]:
+    """The counter blocks of the group at block i (first counter c) where the group before it
+    was on the fast path (`_fast`), else counted (`counted_states`).  The branch comes before
+    the group: with it after, codegen sank the GHASH (used only by the next iteration) below
+    it, unstitched from the AES.  Without the table, the fast path's blocks are ``blocks``,
+    which `late_next` derived from the group before; with it (``fn.first_round``) they are
+    first-round states from the table and ``base`` (the same run of 256 counters), computed
+    here at the top of the iteration, so nothing lives across the group.  Returns (the blocks,
+    the base the loop carries on)."""
     em, b, g = fn.em, fn.b, fn.p.g
+    fast = _fast(fn, b.sub(i, _c(g)), g)
+    if not fn.first_round:
+        return em.if_else_values(
+            fast, lambda: blocks, lambda: ctrs.counter_blocks(em, c, fn.p.w, fn.p.v),
+            "ctrchk"), base
     low = b.and_(b.add(fn.pub_ctr, i), _c(0xFF))
+    nblk, nbase = em.if_else_values(
+        fast, lambda: [first_round_table(fn, base[0], low, fn.p.v), list(base)],
+        lambda: counted_states(fn, c, fn.p.v), "ctrtab")
+    return nblk, nbase
 
-    def table() -> list:
-        return [first_round_table(fn, base[0], low, fn.p.v), list(base)]
 
-    def counted() -> list:
-        return [begin(fn, ctrs.counter_blocks(em, c, fn.p.w, fn.p.v)), first_round_base(fn, c)]
-    blocks, nbase = em.if_else_values(_fast(fn, b.sub(i, _c(g)), g), table, counted, "ctrtab")
-    return blocks, nbase
+def late_next(fn: BulkFn, blocks: list[ir.Value]) -> list[ir.Value]:
+    """What the late form carries to the next iteration's `checked`: the next group's counter
+    blocks derived branch-free from this group's, or nothing with the table."""
+    return [] if fn.first_round else derived(fn, blocks[0])
+
+
+def counted_states(fn: BulkFn, c: ir.Value, v: int) -> list:
+    """[v vectors of counter blocks from c, begun (`begin`), and their run's base
+    (`first_round_base`)]: the general path of the counter's fast-path branches."""
+    return [begin(fn, ctrs.counter_blocks(fn.em, c, fn.p.w, v)), first_round_base(fn, c)]
 
 
 def first_round_base(fn: BulkFn, c: ir.Value) -> list[ir.Value]:
@@ -269,9 +274,7 @@ def advance(fn: BulkFn, c: ir.Value, i: ir.Value, blocks: list[ir.Value], derive
     v = g // fn.p.w
 
     def counted() -> list:
-        cn = ctrs.add(em, c, g)
-        return [begin(fn, ctrs.counter_blocks(em, cn, fn.p.w, v)),
-                first_round_base(fn, cn)]
+        return counted_states(fn, ctrs.add(em, c, g), v)
 
     def added() -> list:
         if fn.first_round:
@@ -312,11 +315,11 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     # so neither the 8 next vectors nor a branch sit across the group: 19 fewer instructions
     # and 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
     # same (vaes_avx512, same-run A/B).  With the first-round table the states come from it
-    # at the top of the iteration (`checked_table`): per group 8 zmm vaesenc, 8 adds and 8
+    # at the top of the iteration (`checked`): per group 8 zmm vaesenc, 8 adds and 8
     # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").
     late = not skewed and fn.p.w >= 4
-    if late:  # with the table, the states come from it at the top (`checked_table`)
-        nxt1, base1 = ([] if fn.first_round else derived(fn, blocks0[0])), base0
+    if late:  # with the table, the states come from it at the top (`checked`)
+        nxt1, base1 = late_next(fn, blocks0), base0
     else:
         nxt1, base1 = advance(fn, ctr, zero_i, blocks0, derive=False, base=base0)
     out0: list[ir.Value] = []
@@ -330,14 +333,10 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
                  i=_c(g), s=s1, ctr=c1, blocks=nxt1, started=st1 or [], base=base1) as v:
         # blocks: counter blocks of the group at i (skewed: already begun, in started)
         base = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
-        if late and fn.first_round:
-            blocks, nbase = checked_table(fn, v.ctr, v.i, v.base)
+        if late:
+            blocks, nbase = checked(fn, v.ctr, v.i, v.blocks, v.base)
             s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
-            nblk = []
-        elif late:
-            blocks = checked(fn, v.ctr, v.i, v.blocks)
-            s2, st2 = stitched_group(fn, v.i, v.s, blocks, base)
-            nblk, nbase = derived(fn, blocks[0]), v.base
+            nblk = late_next(fn, blocks)
         else:
             nblk, nbase = advance(fn, v.ctr, v.i, v.blocks, derive=False, base=v.base)
             if skewed:
@@ -387,17 +386,13 @@ def _enc_carried(fn: BulkFn, end: ir.Value, s: ir.Value, c1: ir.Value,
     held = carried_vectors(fn)
     with em.loop("stitchr", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(g)), end),
                  i=_c(g), s=s, ctr=c1, blocks=nxt1, base=base1, prev=out0[:held]) as v:
-        if fn.first_round:
-            blocks, v.base = checked_table(fn, v.ctr, v.i, v.base)
-        else:
-            blocks = checked(fn, v.ctr, v.i, v.blocks)
+        blocks, v.base = checked(fn, v.ctr, v.i, v.blocks, v.base)
         outs: list[ir.Value] = []
         stored = em.gep(fn.out, b.shl(b.sub(v.i, _c(g)), _c(4)))
         s2, _ = stitched_group(fn, v.i, v.s, blocks, stored, hash_vectors=list(v.prev),
                                outputs=outs)
         v.i, v.s, v.ctr = b.add(v.i, _c(g)), s2, ctrs.add(em, v.ctr, g)
-        v.blocks = [] if fn.first_round else derived(fn, blocks[0])
-        v.prev = outs[:held]
+        v.blocks, v.prev = late_next(fn, blocks), outs[:held]
     fn.pending_vectors = list(v.prev)  # the leftover hashes them from here, too
     return [v.i, v.s, v.ctr]
 
