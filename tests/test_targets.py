@@ -329,3 +329,25 @@ def test_records_and_open_use_the_same_round_pairs():
     assert rec["detail"].startswith("n+1 a multiple of 16; ")
     op = _one(tab, "open vs seal")
     assert op["ratio"] == pytest.approx(0.97) and op["holds"]  # minima alone: 100 / 90 fails
+
+
+def test_output_address_row_is_context_with_the_utag_split():
+    """The outputs at one page offset in other pages (place_va) give a row without a limit:
+    the slowest buffer's paired ratio, and the buffers sharing a µtag with the key context
+    against the others."""
+    raw = _raw()
+    sweep = [{"part": "place_va", "backend": "vaes_avx2", "n": 16384, "offset": r,
+              "min_ns": 1300.0 + r, "utag_ctx": r < 2, "tsc_hz": 3e9} for r in range(4)]
+    conf = [{"part": "place_va_confirm", "backend": "vaes_avx2", "n": 16384, "offset": o,
+             "role": role, "min_ns": 1300.0, "median_ns": md, "paired_ratio": pr,
+             "paired_lo": pr - 0.01, "paired_hi": pr + 0.01, "rounds": 21}
+            for o, role, md, pr in ((3, "fastest", 1310.0, 1.0), (0, "slow", 1400.0, 1.07),
+                                    (1, "slow", 1330.0, 1.015), (2, "slow", 1312.0, 1.002))]
+    tab = at.table(pd.concat([raw, pd.DataFrame(sweep + conf)], ignore_index=True))
+    row = _one(tab, "placement: (context) the output buffer's address")
+    assert row["ratio"] == pytest.approx(1.07) and pd.isna(row["holds"])
+    assert pd.isna(row["limit"])
+    assert row["detail"].endswith("sharing a µtag with the key context: 2, up to 1.070; "
+                                  "the others: 2, up to 1.002")
+    # no minima row for it, and the checks with limits are unchanged
+    assert not tab["check"].str.contains("minima.*address").any()

@@ -140,6 +140,24 @@ def short(raw: pd.DataFrame) -> list[dict]:
     return out
 
 
+VA_PART = "place_va"
+VA_CHECK = "(context) the output buffer's address, page offset fixed"
+
+
+def utag_split(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
+    """The buffers whose pages share a µtag with the key context's (``utag_ctx``, see
+    `vgkernels.bench.utag`) against the others, by their paired ratios to the fastest."""
+    hit = dict(zip(sweep["offset"].astype(int), sweep["utag_ctx"].astype(bool), strict=True))
+    r = conf.assign(hit=conf["offset"].astype(int).map(hit))
+    parts = []
+    for flag, name in ((True, "sharing a µtag with the key context"), (False, "the others")):
+        s = r[r["hit"] == flag]["paired_ratio"]
+        n_all = sum(1 for v in hit.values() if v == flag)
+        if n_all:
+            parts.append(f"{name}: {n_all}" + (f", up to {s.max():.3f}" if len(s) else ""))
+    return "; ".join(parts)
+
+
 def placement(raw: pd.DataFrame) -> list[dict]:
     """4: slowest against fastest placement, per backend and size; the nonce store's cost.
 
@@ -150,7 +168,11 @@ def placement(raw: pd.DataFrame) -> list[dict]:
     out = []
     for part, what in (("place_io", "output offset from input"),
                        ("place_align", "alignment of the output in a cache line"),
-                       ("place_stack", "stack offset")):
+                       ("place_stack", "stack offset"),
+                       (VA_PART, VA_CHECK)):
+        # the output's address (its pages' µtags) is not a placement the issue names: a
+        # context row, no limit
+        limit = math.nan if part == VA_PART else PLACEMENT_LIMIT
         conf = _part(raw, f"{part}_confirm")
         for (be, n), g in _part(raw, part).groupby(["backend", "n"], sort=False):
             worst = g.loc[g["min_ns"].idxmax()]
@@ -158,20 +180,25 @@ def placement(raw: pd.DataFrame) -> list[dict]:
                      f"slowest at {int(worst['offset'])}")
             c = conf[(conf["backend"] == be) & (conf["n"] == n)] if not conf.empty else conf
             if c.empty:
+                if part == VA_PART:
+                    continue
                 out.append(_row(4, f"placement: {what}", be, n, *sweep[:2], "ns",
-                                PLACEMENT_LIMIT, detail=sweep[2]))
+                                limit, detail=sweep[2]))
                 continue
             fast = c[c["role"] == "fastest"].iloc[0]
             slow = c[c["role"] == "slow"]
             w = slow.loc[slow["paired_ratio"].idxmax()]
+            detail = (f"slowest at {int(w['offset'])} vs {int(fast['offset'])}, "
+                      f"paired over {int(w['rounds'])} rounds "
+                      f"[{w['paired_lo']:.3f}, {w['paired_hi']:.3f}]")
+            if part == VA_PART:
+                detail = f"{detail}; {utag_split(g, c)}"
             out.append(_row(4, f"placement: {what}", be, n, float(w["median_ns"]),
-                            float(fast["median_ns"]), "ns", PLACEMENT_LIMIT,
-                            detail=f"slowest at {int(w['offset'])} vs {int(fast['offset'])}, "
-                                   f"paired over {int(w['rounds'])} rounds "
-                                   f"[{w['paired_lo']:.3f}, {w['paired_hi']:.3f}]",
+                            float(fast["median_ns"]), "ns", limit, detail=detail,
                             ratio=float(w["paired_ratio"])))
-            out.append(_row(4, f"placement sweep minima (context): {what}", be, n, *sweep[:2],
-                            "ns", math.nan, detail=sweep[2]))
+            if part != VA_PART:
+                out.append(_row(4, f"placement sweep minima (context): {what}", be, n,
+                                *sweep[:2], "ns", math.nan, detail=sweep[2]))
     nonce = _part(raw, "nonce")
     for be, g in nonce.groupby("backend", sort=False):
         by = g.groupby("mode")["min_ns"].min()

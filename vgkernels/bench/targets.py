@@ -7,7 +7,10 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
   (:mod:`vgkernels.bench.bound`); the 16-byte serial floor; the "nonce just written" seals
   (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
   sweep (seal_out with the output at every 64-byte page offset from its input, at
-  ALIGN_OFFSETS bytes past a 64-byte boundary, seal in place at every 256-byte stack offset),
+  ALIGN_OFFSETS bytes past a 64-byte boundary, all in one region so only the page offset
+  varies; the same page offset in buffers of their own, where the output's pages may share the
+  L1D way predictor's µtag with the key context's (`utag`); seal in place at every 256-byte
+  stack offset),
   then its offsets (the slowest few, or all) timed again
   against its fastest in paired rounds spread over seconds (:func:`confirm_placement`); and,
   once, ``vaesenc`` alone at each width and chain count (issue rate per core cycle, from the
@@ -29,9 +32,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
-from . import bound
+from . import bound, utag
 from .cases import OUT_OFFSET, Builder, CaseSpec, message
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
@@ -64,6 +68,7 @@ class Profile:
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
     stack_step: int = 256
+    va_buffers: int = 32  # outputs at one page offset in buffers of their own (`utag`)
     # the sweep's slowest offsets (None: every offset), timed again beside its fastest in
     # paired rounds
     confirm_slowest: int | None = None
@@ -82,12 +87,14 @@ PROFILES = {
     "full": Profile(),
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0,
                      sawtooth=(129, 255, 257, 305, 511, 1023, 4095),
-                     remainders=4, io_step=256, stack_step=512, confirm_slowest=6,
+                     remainders=4, io_step=256, stack_step=512, va_buffers=12,
+                     confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
-                    place_sizes=(4096,), io_step=1024, stack_step=1024, confirm_slowest=1,
+                    place_sizes=(4096,), io_step=1024, stack_step=1024, va_buffers=2,
+                    confirm_slowest=1,
                     confirm_k=3, confirm_gap_ms=0.0, sweep_sizes=(16, 16384),
                     record_sizes=(255,), sweep_k=3, aes_chains=(8,)),
 }
@@ -196,17 +203,37 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
 
 
 def _add_seal_out(bench: _Bench, backend: str, fixed: list[int], n: int, tag: int,
-                  out_page_offset: int, **label: object) -> None:
+                  dst: int, keep: object, **label: object) -> None:
     """A seal_out case (``fixed``: the function and its arguments up to the input) of n bytes
-    into an output at ``out_page_offset``, checked once, then added with ``label``."""
-    dst = Buf.alloc(n, page_offset=out_page_offset)
+    into the output at address ``dst`` (in ``keep``), checked once, then added with
+    ``label``."""
     blk = Buf.alloc(128, page_offset=3712)
     c = Case({"impl": "vgkernels", "backend": backend, "op": "seal_out", "n": n}, "seal_out",
-             [*fixed, dst.addr, n, tag], keep=[dst, blk])
+             [*fixed, dst, n, tag], keep=[keep, blk])
     c.place_block(blk.addr, blk.n)
     if bench.driver.call(c) != 0:
         raise RuntimeError(f"{backend}: seal_out failed ({label})")
     bench.add(c, **label)
+
+
+VA_PAGES = 1024
+
+
+def _va_buffers(n: int, ctx: int, count: int) -> tuple[Buf, list[tuple[int, bool]]]:
+    """``count`` outputs of n bytes at page offset ALIGN_BASE, each starting in a page of its
+    own in one 4 MiB region (every 1 MiB of which holds every µtag once): count // 2 whose
+    pages share a µtag with the key context's, the rest not.  Returns the region and
+    (address, shares) per output."""
+    region = Buf.alloc(VA_PAGES * PAGE + n + PAGE, page_offset=0)
+    want = {True: count // 2, False: count - count // 2}
+    out = []
+    for k in range(VA_PAGES):
+        at = region.addr + k * PAGE + ALIGN_BASE
+        hit = utag.contend((at, n), (ctx, abi.CTX_SIZE))
+        if want[hit]:
+            want[hit] -= 1
+            out.append((at, hit))
+    return region, out
 
 
 def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
@@ -222,11 +249,22 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
         src = Buf.alloc(n, msg, page_offset=0)
         bench.keep.append(src)
         fixed = [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr]
+        # Every offset's output in one region: its pages keep their addresses, so the sweep
+        # varies the page offset alone.  A new buffer per offset also drew new pages, and
+        # with them the L1D way predictor's µtags (`utag`): a different effect, timed below.
+        region = Buf.alloc(n + 2 * PAGE, page_offset=0)
         for off in range(0, PAGE, prof.io_step):
-            _add_seal_out(bench, backend, fixed, n, tag.addr, off, part="place_io", offset=off)
+            _add_seal_out(bench, backend, fixed, n, tag.addr, region.addr + off, region,
+                          part="place_io", offset=off)
         for a in ALIGN_OFFSETS:
-            _add_seal_out(bench, backend, fixed, n, tag.addr, ALIGN_BASE + a, part="place_align",
-                          offset=a)
+            _add_seal_out(bench, backend, fixed, n, tag.addr, region.addr + ALIGN_BASE + a,
+                          region, part="place_align", offset=a)
+        # the same page offset in other pages, half of them with a page sharing a µtag with
+        # a page of the key context (whose lines the loop reads every iteration)
+        va, outs = _va_buffers(n, ctx, prof.va_buffers)
+        for r, (dst, hit) in enumerate(outs):
+            _add_seal_out(bench, backend, fixed, n, tag.addr, dst, va, part="place_va",
+                          offset=r, utag_ctx=hit)
         for off in range(0, PAGE, prof.stack_step):
             c = bench.builder.build(CaseSpec("seal", n, backend))
             c.stack_offset = off
@@ -307,7 +345,7 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     return out
 
 
-PLACEMENT_PARTS = ("place_io", "place_align", "place_stack")
+PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va")
 
 
 def confirm_candidates(combined: pd.DataFrame, slowest: int | None
