@@ -61,13 +61,6 @@ class _VolatileLoad(ir.LoadInstr):
         buf.append(before[0].replace("load ", "load volatile ", 1))
 
 
-class _VolatileStore(ir.StoreInstr):
-    def descr(self, buf):
-        before: list[str] = []
-        super().descr(before)
-        buf.append(before[0].replace("store ", "store volatile ", 1))
-
-
 class Emitter:
     """An IRBuilder plus the helpers every generator needs."""
 
@@ -119,12 +112,6 @@ class Emitter:
         ld.align = align
         self.b._insert(ld)
         return ld
-
-    def store_volatile(self, v: ir.Value, at: ir.Value) -> None:
-        """A store LLVM keeps, even to memory nothing reads (llvmlite has no volatile flag)."""
-        st = _VolatileStore(self.b.block, v, at)
-        st.align = 1
-        self.b._insert(st)
 
     # -- lanes and bytes -------------------------------------------------------------------
     def xor(self, *vs: ir.Value) -> ir.Value:

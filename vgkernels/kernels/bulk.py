@@ -66,10 +66,6 @@ class BulkFn:
                 else mode.symbol(nr, extra))
         self.f = Fn(module, params, name, void, mode.arg_types(extra))
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
-        if carry and not extra:
-            # not the two-slice form's: it measured the same at caller stack offsets 1280
-            # and 2560, and realigned (by an empty asm) seal_two_slice 1-4 KiB 1.02-1.066
-            self.f.frame_within_a_page()
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)

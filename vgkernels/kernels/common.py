@@ -14,10 +14,6 @@ from ..ir.core import Emitter, i32, i64, ptr
 from ..ir.ghash import Ghash
 from ..variant import Variant
 
-# `Fn.frame_within_a_page`: larger than the frames it serves (vaes_avx512's carried function
-# spills 1.2 KiB), so they stay inside one aligned block, and so inside a page
-FRAME_ALIGN = 2048
-
 NR = (10, 12, 14)
 
 
@@ -98,20 +94,6 @@ class Fn:
         if where_used:
             return KeysWhereUsed(key, nr)
         return [key(r) for r in range(nr + 1)]
-
-    def frame_within_a_page(self, align: int = FRAME_ALIGN) -> None:
-        """Realign the frame to ``align`` bytes (an over-aligned alloca, kept by a volatile
-        store: an empty asm would do, but the constant-time checker rejects calls it cannot
-        see into), so the spill slots lie at one of two page offsets whatever the caller's
-        stack.  Unaligned, vaes_avx512's carried function measured seal 512 B-1.5 KiB
-        1.16-1.20x and 4 KiB 1.07x at caller stack page offsets 512-1408 (the driver's; the
-        frame then covers the start of a page), and the same elsewhere; aligned, every offset
-        within 4% (Zen 4; design notes, "Zen 4, twelfth session").  Costs up to ``align``
-        bytes of stack and rbp as the frame pointer."""
-        room = self.b.alloca(ir.ArrayType(ir.IntType(8), 64), name="frame_align")
-        room.align = align
-        self.em.store_volatile(ir.Constant(ir.IntType(8), 0),
-                               self.b.bitcast(room, ir.IntType(8).as_pointer()))
 
     def reloadable_keys(self) -> None:
         """The key context (argument 0) dereferenceable: with the round keys' loads invariant
