@@ -52,3 +52,31 @@ def test_va_buffers_split_as_asked_and_labelled_right():
             assert a % PAGE == ALIGN_BASE
             assert region.addr <= a and a + n <= region.end
             assert h == utag.contend((a, n), (ctx.addr, abi.CTX_SIZE))
+
+
+def test_stream_buffers_are_placed_apart_from_hot_tags():
+    """`cases.alloc_apart` keeps allocating while a page of the buffer has a µtag in
+    HOT_TAGS (the key contexts' pages), so a case's streams do not evict its context."""
+    from vgkernels.bench import cases
+
+    saved = set(cases.HOT_TAGS)
+    try:
+        cases.HOT_TAGS.clear()
+        cases.HOT_TAGS.update(range(200))  # most µtags: a first allocation rarely passes
+        for _ in range(8):
+            b = cases.alloc_apart(PAGE, page_offset=0)
+            assert b.addr % PAGE == 0
+            assert not utag.page_tags(b.addr, PAGE) & cases.HOT_TAGS
+    finally:
+        cases.HOT_TAGS.clear()
+        cases.HOT_TAGS.update(saved)
+
+
+def test_builder_registers_its_contexts_tags():
+    from vgkernels.backends import usable
+    from vgkernels.bench import cases
+    from vgkernels.bench.cases import Builder, CaseSpec
+
+    be = max(usable(), key=lambda b: b.rank).name
+    ctx = Builder(drv=None).ctx(CaseSpec("seal", 16, be))
+    assert utag.page_tags(ctx, abi.CTX_SIZE) <= cases.HOT_TAGS

@@ -36,7 +36,7 @@ from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
 from . import bound, utag
-from .cases import OUT_OFFSET, Builder, CaseSpec, message
+from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
 
@@ -246,13 +246,13 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
     bench.keep += [nb, ab, tag]
     for n in prof.place_sizes:
         msg = message(n)
-        src = Buf.alloc(n, msg, page_offset=0)
+        src = alloc_apart(n, msg, page_offset=0)
         bench.keep.append(src)
         fixed = [seal_out, ctx, nb.addr, 12, ab.addr, 13, src.addr]
         # Every offset's output in one region: its pages keep their addresses, so the sweep
         # varies the page offset alone.  A new buffer per offset also drew new pages, and
         # with them the L1D way predictor's µtags (`utag`): a different effect, timed below.
-        region = Buf.alloc(n + 2 * PAGE, page_offset=0)
+        region = alloc_apart(n + 2 * PAGE, page_offset=0)
         for off in range(0, PAGE, prof.io_step):
             _add_seal_out(bench, backend, fixed, n, tag.addr, region.addr + off, region,
                           part="place_io", offset=off)
