@@ -140,10 +140,6 @@ def short(raw: pd.DataFrame) -> list[dict]:
     return out
 
 
-VA_PART = "place_va"
-VA_CHECK = "(context) the output buffer's address, page offset fixed"
-
-
 def utag_split(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
     """The buffers whose pages share a µtag with the key context's (``utag_ctx``, see
     `vgkernels.bench.utag`) against the others, by their paired ratios to the fastest."""
@@ -158,6 +154,16 @@ def utag_split(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+# (sweep part, what it varies, limit, more detail from (sweep, confirmation) rows).  The
+# output's address (its pages' µtags) is not a placement the issue names: a context row
+# without a limit, only where it was confirmed in pairs, and without a minima row.
+PLACEMENTS = (("place_io", "output offset from input", PLACEMENT_LIMIT, None),
+              ("place_align", "alignment of the output in a cache line", PLACEMENT_LIMIT, None),
+              ("place_stack", "stack offset", PLACEMENT_LIMIT, None),
+              ("place_va", "(context) the output buffer's address, page offset fixed", math.nan,
+               utag_split))
+
+
 def placement(raw: pd.DataFrame) -> list[dict]:
     """4: slowest against fastest placement, per backend and size; the nonce store's cost.
 
@@ -166,13 +172,8 @@ def placement(raw: pd.DataFrame) -> list[dict]:
     round) and the sweep's own minima become a context row: with one minimum per offset over a
     few samples each, the largest of 64 minima mostly measures the VM's slow phases."""
     out = []
-    for part, what in (("place_io", "output offset from input"),
-                       ("place_align", "alignment of the output in a cache line"),
-                       ("place_stack", "stack offset"),
-                       (VA_PART, VA_CHECK)):
-        # the output's address (its pages' µtags) is not a placement the issue names: a
-        # context row, no limit
-        limit = math.nan if part == VA_PART else PLACEMENT_LIMIT
+    for part, what, limit, explain in PLACEMENTS:
+        context = math.isnan(limit)
         conf = _part(raw, f"{part}_confirm")
         for (be, n), g in _part(raw, part).groupby(["backend", "n"], sort=False):
             worst = g.loc[g["min_ns"].idxmax()]
@@ -180,10 +181,9 @@ def placement(raw: pd.DataFrame) -> list[dict]:
                      f"slowest at {int(worst['offset'])}")
             c = conf[(conf["backend"] == be) & (conf["n"] == n)] if not conf.empty else conf
             if c.empty:
-                if part == VA_PART:
-                    continue
-                out.append(_row(4, f"placement: {what}", be, n, *sweep[:2], "ns",
-                                limit, detail=sweep[2]))
+                if not context:
+                    out.append(_row(4, f"placement: {what}", be, n, *sweep[:2], "ns",
+                                    limit, detail=sweep[2]))
                 continue
             fast = c[c["role"] == "fastest"].iloc[0]
             slow = c[c["role"] == "slow"]
@@ -191,12 +191,12 @@ def placement(raw: pd.DataFrame) -> list[dict]:
             detail = (f"slowest at {int(w['offset'])} vs {int(fast['offset'])}, "
                       f"paired over {int(w['rounds'])} rounds "
                       f"[{w['paired_lo']:.3f}, {w['paired_hi']:.3f}]")
-            if part == VA_PART:
-                detail = f"{detail}; {utag_split(g, c)}"
+            if explain is not None:
+                detail = f"{detail}; {explain(g, c)}"
             out.append(_row(4, f"placement: {what}", be, n, float(w["median_ns"]),
                             float(fast["median_ns"]), "ns", limit, detail=detail,
                             ratio=float(w["paired_ratio"])))
-            if part != VA_PART:
+            if not context:
                 out.append(_row(4, f"placement sweep minima (context): {what}", be, n,
                                 *sweep[:2], "ns", math.nan, detail=sweep[2]))
     nonce = _part(raw, "nonce")
