@@ -302,6 +302,10 @@ def _check_targets(out: Path, notes: dict) -> None:
     diff = t["check"].str.startswith("remainder")
     assert diff.any() and t.loc[diff, "measured"].map(math.isfinite).all()
     assert (t.loc[~diff, "measured"].dropna() > 0).all()
+    # the stack's four 16-byte offsets in a line, a context row naming each
+    line = t[t["check"].str.contains("16-byte offsets within a line")]
+    assert len(line) >= 1 and line["limit"].isna().all()
+    assert all(f"{c}: " in d for d in line["detail"] for c in (0, 16, 32, 48))
     assert any("checks hold on this host" in c for c in notes["conclusions"])
 
 

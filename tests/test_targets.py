@@ -351,3 +351,27 @@ def test_output_address_row_is_context_with_the_utag_split():
                                   "the others: 2, up to 1.002")
     # no minima row for it, and the checks with limits are unchanged
     assert not tab["check"].str.contains("minima.*address").any()
+
+
+def test_stack_line_row_is_context_with_the_offsets_by_place_in_a_line():
+    """The seal at the four 16-byte offsets of a few stack lines (place_stack16) gives a row
+    without a limit, whose detail sets each place in a line (offset mod 64) against the
+    fastest offset: the median over the lines of its minima."""
+    raw = _raw()
+    slow = {0: 1.10, 32: 1.05}  # by place in the line; 16 and 48 at the fastest
+    sweep = [{"part": "place_stack16", "backend": "vaes_avx512", "n": 4096, "offset": off,
+              "min_ns": 100.0 * slow.get(off % 64, 1.0) * (1.2 if off == 1024 else 1.0),
+              "tsc_hz": 3e9} for line in (1024, 3072) for off in range(line, line + 64, 16)]
+    conf = [{"part": "place_stack16_confirm", "backend": "vaes_avx512", "n": 4096,
+             "offset": o, "role": role, "min_ns": 100.0, "median_ns": md, "paired_ratio": pr,
+             "paired_lo": pr - 0.01, "paired_hi": pr + 0.01, "rounds": 21}
+            for o, role, md, pr in ((3088, "fastest", 101.0, 1.0), (1024, "slow", 132.0, 1.31),
+                                    (3072, "slow", 111.0, 1.1))]
+    tab = at.table(pd.concat([raw, pd.DataFrame(sweep + conf)], ignore_index=True))
+    row = _one(tab, "placement: (context) the stack's 16-byte offsets")
+    assert row["ratio"] == pytest.approx(1.31) and pd.isna(row["limit"])
+    assert pd.isna(row["holds"])
+    # 0 mod 64: 1.32 at 1024 and 1.10 at 3072, median 1.21
+    assert row["detail"].endswith("by offset mod 64 (median over 2 lines of the minima): "
+                                  "0: 1.210, 16: 1.000, 32: 1.050, 48: 1.000")
+    assert not tab["check"].str.contains("minima.*16-byte").any()

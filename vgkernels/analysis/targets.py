@@ -154,14 +154,29 @@ def utag_split(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+def stack_classes(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
+    """The stack offsets by their place in a line (offset mod 64: a caller's 16-byte aligned
+    stack takes one of four), each the median over the lines of its sweep minimum against the
+    fastest offset's."""
+    r = sweep.assign(cls=sweep["offset"].astype(int) % 64,
+                     rel=sweep["min_ns"] / sweep["min_ns"].min())
+    by = r.groupby("cls")["rel"].median()
+    lines = r.groupby("cls").size().max()
+    return (f"by offset mod 64 (median over {lines} lines of the minima): "
+            + ", ".join(f"{c}: {v:.3f}" for c, v in by.items()))
+
+
 # (sweep part, what it varies, limit, more detail from (sweep, confirmation) rows).  The
-# output's address (its pages' µtags) is not a placement the issue names: a context row
-# without a limit, only where it was confirmed in pairs, and without a minima row.
+# output's address (its pages' µtags) and the stack's offsets within a line (the issue's
+# sweep steps by 256 bytes) are not placements the issue names: context rows without a
+# limit, only where they were confirmed in pairs, and without a minima row.
 PLACEMENTS = (("place_io", "output offset from input", PLACEMENT_LIMIT, None),
               ("place_align", "alignment of the output in a cache line", PLACEMENT_LIMIT, None),
               ("place_stack", "stack offset", PLACEMENT_LIMIT, None),
               ("place_va", "(context) the output buffer's address, page offset fixed", math.nan,
-               utag_split))
+               utag_split),
+              ("place_stack16", "(context) the stack's 16-byte offsets within a line",
+               math.nan, stack_classes))
 
 
 def placement(raw: pd.DataFrame) -> list[dict]:

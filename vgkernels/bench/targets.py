@@ -10,7 +10,7 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
   ALIGN_OFFSETS bytes past a 64-byte boundary, all in one region so only the page offset
   varies; the same page offset in buffers of their own, where the output's pages may share the
   L1D way predictor's µtag with the key context's (`utag`); seal in place at every 256-byte
-  stack offset),
+  stack offset, and at the four 16-byte offsets of a few stack lines),
   then its offsets (the slowest few, or all) timed again
   against its fastest in paired rounds spread over seconds (:func:`confirm_placement`); and,
   once, ``vaesenc`` alone at each width and chain count (issue rate per core cycle, from the
@@ -52,6 +52,11 @@ ALIGN_OFFSETS = (0, 5, 16, 32, 48)
 ALIGN_BASE = OUT_OFFSET  # the output's page offset for ALIGN_OFFSETS: the cases' output
 
 
+# A caller's stack pointer is 16-byte aligned at a call (the SysV ABI), so within a line it
+# takes one of these offsets; the driver pins it at STACK_OFFSET, a multiple of 64.
+STACK_ALIGNS = (0, 16, 32, 48)
+
+
 @dataclass(frozen=True)
 class Profile:
     """How much to measure (``quick``: the notebook's quick profile)."""
@@ -68,6 +73,9 @@ class Profile:
     place_sizes: tuple[int, ...] = (4096, 16384)
     io_step: int = 64
     stack_step: int = 256
+    # lines of the stack at whose four 16-byte offsets (the ABI's whole choice within a line)
+    # the seal is timed too: the sweeps above step by whole lines
+    stack_lines: tuple[int, ...] = (0, 1024, 2048, 3072)
     va_buffers: int = 32  # outputs at one page offset in buffers of their own (`utag`)
     # the sweep's slowest offsets (None: every offset), timed again beside its fastest in
     # paired rounds
@@ -88,12 +96,14 @@ PROFILES = {
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0,
                      sawtooth=(129, 255, 257, 305, 511, 1023, 4095),
                      remainders=4, io_step=256, stack_step=512, va_buffers=12,
+                     stack_lines=(1024, 3072),
                      confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
                     place_sizes=(4096,), io_step=1024, stack_step=1024, va_buffers=2,
+                    stack_lines=(2048,),
                     confirm_slowest=1,
                     confirm_k=3, confirm_gap_ms=0.0, sweep_sizes=(16, 16384),
                     record_sizes=(255,), sweep_k=3, aes_chains=(8,)),
@@ -269,6 +279,10 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
             c = bench.builder.build(CaseSpec("seal", n, backend))
             c.stack_offset = off
             bench.add(c, part="place_stack", offset=off)
+        for off in (line + a for line in prof.stack_lines for a in STACK_ALIGNS):
+            c = bench.builder.build(CaseSpec("seal", n, backend))
+            c.stack_offset = off
+            bench.add(c, part="place_stack16", offset=off)
 
 
 def _add_aes_rate(bench: _Bench, prof: Profile, widths: Sequence[int]) -> None:
@@ -345,7 +359,7 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     return out
 
 
-PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va")
+PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va", "place_stack16")
 
 
 def confirm_candidates(combined: pd.DataFrame, slowest: int | None
