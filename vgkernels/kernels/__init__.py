@@ -7,6 +7,7 @@ bulk       the bulk functions vg.bulk.<mode>.<nr>: their arguments, round keys a
 modes      what each bulk mode does (enc, dec, hash, ctr): strategies, not string compares
 stitched   the stitched loop (AES-CTR interleaved with GHASH), one for every vector width
 leftover   what the stitched loop leaves: named steps over a GHASH accumulator, one reduction
+frames     where the bulk functions' vector spill slots fall: on 32-byte boundaries
 keysetup   round keys and the table of H powers
 entries    seal / seal_out / open / open_out / inner kernels / two-slice
 gather     seal_gather
