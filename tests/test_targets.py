@@ -331,6 +331,23 @@ def test_records_and_open_use_the_same_round_pairs():
     assert op["ratio"] == pytest.approx(0.97) and op["holds"]  # minima alone: 100 / 90 fails
 
 
+def _confirmed(part: str, backend: str, n: int, min_ns: float, rows) -> list[dict]:
+    """``<part>_confirm`` rows from (offset, role, median ns, paired ratio)."""
+    return [{"part": f"{part}_confirm", "backend": backend, "n": n, "offset": o, "role": role,
+             "min_ns": min_ns, "median_ns": md, "paired_ratio": pr, "paired_lo": pr - 0.01,
+             "paired_hi": pr + 0.01, "rounds": 21} for o, role, md, pr in rows]
+
+
+def _context_row(raw: pd.DataFrame, rows: list[dict], what: str) -> pd.Series:
+    """The targets table's context row (no limit, no verdict) for ``what``, from ``rows``
+    added to ``raw``; it gets no minima row."""
+    tab = at.table(pd.concat([raw, pd.DataFrame(rows)], ignore_index=True))
+    row = _one(tab, f"placement: (context) {what}")
+    assert pd.isna(row["limit"]) and pd.isna(row["holds"])
+    assert not any("minima" in c and what in c for c in tab["check"])
+    return row
+
+
 def test_output_address_row_is_context_with_the_utag_split():
     """The outputs at one page offset in other pages (place_va) give a row without a limit:
     the slowest buffer's paired ratio, and the buffers sharing a µtag with the key context
@@ -338,19 +355,13 @@ def test_output_address_row_is_context_with_the_utag_split():
     raw = _raw()
     sweep = [{"part": "place_va", "backend": "vaes_avx2", "n": 16384, "offset": r,
               "min_ns": 1300.0 + r, "utag_ctx": r < 2, "tsc_hz": 3e9} for r in range(4)]
-    conf = [{"part": "place_va_confirm", "backend": "vaes_avx2", "n": 16384, "offset": o,
-             "role": role, "min_ns": 1300.0, "median_ns": md, "paired_ratio": pr,
-             "paired_lo": pr - 0.01, "paired_hi": pr + 0.01, "rounds": 21}
-            for o, role, md, pr in ((3, "fastest", 1310.0, 1.0), (0, "slow", 1400.0, 1.07),
-                                    (1, "slow", 1330.0, 1.015), (2, "slow", 1312.0, 1.002))]
-    tab = at.table(pd.concat([raw, pd.DataFrame(sweep + conf)], ignore_index=True))
-    row = _one(tab, "placement: (context) the output buffer's address")
-    assert row["ratio"] == pytest.approx(1.07) and pd.isna(row["holds"])
-    assert pd.isna(row["limit"])
+    conf = _confirmed("place_va", "vaes_avx2", 16384, 1300.0,
+                      ((3, "fastest", 1310.0, 1.0), (0, "slow", 1400.0, 1.07),
+                       (1, "slow", 1330.0, 1.015), (2, "slow", 1312.0, 1.002)))
+    row = _context_row(raw, sweep + conf, "the output buffer's address")
+    assert row["ratio"] == pytest.approx(1.07)
     assert row["detail"].endswith("sharing a µtag with the key context: 2, up to 1.070; "
                                   "the others: 2, up to 1.002")
-    # no minima row for it, and the checks with limits are unchanged
-    assert not tab["check"].str.contains("minima.*address").any()
 
 
 def test_stack_line_row_is_context_with_the_offsets_by_place_in_a_line():
@@ -362,16 +373,11 @@ def test_stack_line_row_is_context_with_the_offsets_by_place_in_a_line():
     sweep = [{"part": "place_stack16", "backend": "vaes_avx512", "n": 4096, "offset": off,
               "min_ns": 100.0 * slow.get(off % 64, 1.0) * (1.2 if off == 1024 else 1.0),
               "tsc_hz": 3e9} for line in (1024, 3072) for off in range(line, line + 64, 16)]
-    conf = [{"part": "place_stack16_confirm", "backend": "vaes_avx512", "n": 4096,
-             "offset": o, "role": role, "min_ns": 100.0, "median_ns": md, "paired_ratio": pr,
-             "paired_lo": pr - 0.01, "paired_hi": pr + 0.01, "rounds": 21}
-            for o, role, md, pr in ((3088, "fastest", 101.0, 1.0), (1024, "slow", 132.0, 1.31),
-                                    (3072, "slow", 111.0, 1.1))]
-    tab = at.table(pd.concat([raw, pd.DataFrame(sweep + conf)], ignore_index=True))
-    row = _one(tab, "placement: (context) the stack's 16-byte offsets")
-    assert row["ratio"] == pytest.approx(1.31) and pd.isna(row["limit"])
-    assert pd.isna(row["holds"])
+    conf = _confirmed("place_stack16", "vaes_avx512", 4096, 100.0,
+                      ((3088, "fastest", 101.0, 1.0), (1024, "slow", 132.0, 1.31),
+                       (3072, "slow", 111.0, 1.1)))
+    row = _context_row(raw, sweep + conf, "the stack's 16-byte offsets")
+    assert row["ratio"] == pytest.approx(1.31)
     # 0 mod 64: 1.32 at 1024 and 1.10 at 3072, median 1.21
     assert row["detail"].endswith("by offset mod 64 (median over 2 lines of the minima): "
                                   "0: 1.210, 16: 1.000, 32: 1.050, 48: 1.000")
-    assert not tab["check"].str.contains("minima.*16-byte").any()
