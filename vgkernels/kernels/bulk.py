@@ -65,7 +65,10 @@ class BulkFn:
         assert w - 1 <= abi.CTX_POWER_PAD, f"width {w}: CTX_POWER_PAD < W - 1"
         name = (lead_symbol(mode, nr) if lead else carry_symbol(nr, extra) if carry
                 else body_symbol(mode, nr) if body else mode.symbol(nr, extra))
-        self.f = Fn(module, params, name, void, mode.arg_types(extra))
+        # called through `frames.aligned_call`: six arguments, all in registers (`packed_args`)
+        self.packed = body or (carry and not extra)
+        types = mode.arg_types(extra)
+        self.f = Fn(module, params, name, void, types[:5] + [i64] if self.packed else types)
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
@@ -81,7 +84,9 @@ class BulkFn:
         if params.w == 2:  # ymm spill slots (`frames`)
             frames.realign(self.b, 32)
         self.ctx, self.io, self.inp, self.out, self.nbytes, self.has_len = self.f.args[:6]
-        self.pub_ctr = self.f.args[6] if mode.keystream else None
+        self.pub_ctr = self.f.args[6] if mode.keystream and not self.packed else None
+        if self.packed:
+            self.has_len, self.pub_ctr = unpacked(self.b, self.f.args[5])
         self.extra_byte = self.f.args[-1] if extra else None
         # rounds of the next group begun early (enc's skewed loop); at most nr - 1
         self.skew = min(params.variant.skew or 0, nr - 1)
@@ -225,7 +230,7 @@ class BulkFn:
         if self.extra:  # aligned, the two-slice form measured 1.02-1.10x at one stack offset
             b.call(fn, list(self.f.args))
         else:  # its zmm spill slots lie on 64-byte boundaries from its incoming stack
-            frames.aligned_call(b, fn, list(self.f.args))
+            frames.aligned_call(b, fn, packed_args(b, list(self.f.args)))
         b.ret_void()
         b.position_at_end(rest)
 
@@ -285,8 +290,21 @@ def aligned_entry(module: ir.Module, params: Params, mode: Mode, nr: int) -> Non
     made every open pay for a frame pointer (16-64 B 1.02-1.04x, Zen 4)."""
     f = Fn(module, params, mode.symbol(nr, False), void, mode.arg_types(False))
     f.fn.attributes.add("noinline")
-    frames.aligned_call(f.b, module.globals[body_symbol(mode, nr)], list(f.args))
+    frames.aligned_call(f.b, module.globals[body_symbol(mode, nr)], packed_args(f.b, list(f.args)))
     f.b.ret_void()
+
+
+def packed_args(b: ir.IRBuilder, args: list[ir.Value]) -> list[ir.Value]:
+    """(ctx, io, in, out, nbytes, has_len, pub_ctr) as six arguments, the last pub_ctr * 2 +
+    has_len: none goes on the stack, so the aligned call pushes nothing between its pad and
+    the call."""
+    *first, has_len, pub = args
+    return [*first, b.or_(b.shl(pub, _c(1)), b.zext(has_len, i64))]
+
+
+def unpacked(b: ir.IRBuilder, packed: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(has_len, pub_ctr) from `packed_args`' last argument."""
+    return b.trunc(b.and_(packed, _c(1)), i1), b.ashr(packed, _c(1))
 
 
 def aligned_modes(params: Params) -> tuple[Mode, ...]:
