@@ -12,6 +12,10 @@ It alone decides the counter fast path (see `stitched.advance`): for other nonce
 GHASH_H(IV) depends on H, and a branch on its low byte would leak bits of J0 (linear in H for a
 16-byte IV); they always take the branch-free general path instead.
 
+The functions called with the stack aligned (`frames.aligned_call`: enc's carried function,
+dec's body on AVX-512) take has_len and pub_ctr as one argument, pub_ctr * 2 + has_len
+(`packed_args`), so all six arguments travel in registers.
+
 Tail strategies (`Variant.tail`, the only meaning of "tail" here): ``full``, the stitched loop
 takes every group; ``split``, it stops at a multiple of 2G and the rest goes through separate
 ctr and hash calls, then the leftover's partial block and length block.
