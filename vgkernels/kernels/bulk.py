@@ -231,7 +231,7 @@ class BulkFn:
         b.cbranch(big, go, rest)
         b.position_at_end(go)
         fn = self.em.module.globals[carry_symbol(self.nr, self.extra)]
-        if self.extra:  # aligned, the two-slice form measured 1.02-1.10x at one stack offset
+        if self.extra:  # called aligned, the two-slice form measured 1.02-1.10x at one offset
             b.call(fn, list(self.f.args))
         else:  # its zmm spill slots lie on 64-byte boundaries from its incoming stack
             frames.aligned_call(b, fn, packed_args(b, list(self.f.args)))
