@@ -74,6 +74,41 @@ def test_packed_args_round_trip():
         assert fn(h, pub_ctr) == pub_ctr * 4 + h
 
 
+def test_pad_stack_places_the_stack_pointer():
+    """`frames.pad_stack` (the kernels' aligned calls and the bench driver's stack offset),
+    compiled and run: the stack pointer after the pad is at the residue asked for, and where it
+    was when ``when`` is false."""
+    import ctypes
+
+    from vgkernels import jit
+
+    i64 = ir.IntType(64)
+    m = ir.Module()
+    for modulus in (64, 4096):
+        # (residue, when) -> stack pointer after the pad, less the one before (<= 0)
+        f = ir.Function(m, ir.FunctionType(i64, [i64, ir.IntType(1)]), f"moved{modulus}")
+        b = ir.IRBuilder(f.append_basic_block())
+        saved = frames.pad_stack(b, f.args[0], modulus, when=f.args[1])
+        sp = b.ptrtoint(b.call(m.globals["llvm.stacksave.p0"], []), i64)
+        frames.restore_stack(b, saved)
+        b.ret(b.sub(sp, b.ptrtoint(saved, i64)))
+        g = ir.Function(m, ir.FunctionType(i64, [i64]), f"sp{modulus}")
+        b = ir.IRBuilder(g.append_basic_block())
+        saved = frames.pad_stack(b, g.args[0], modulus)
+        sp = b.ptrtoint(b.call(m.globals["llvm.stacksave.p0"], []), i64)
+        frames.restore_stack(b, saved)
+        b.ret(sp)
+    lib = jit.compile_ir("vg_test_pad_stack", str(m), "")
+    for modulus, residues in ((64, (0, 16, 32, 48)), (4096, (0, 16, 1040, 2560, 4080))):
+        moved = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_bool)(
+            lib.address(f"moved{modulus}"))
+        sp = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(lib.address(f"sp{modulus}"))
+        for r in residues:
+            assert sp(r) % modulus == r
+            assert -modulus < moved(r, True) <= 0
+            assert moved(r, False) == 0
+
+
 def test_stack_arg_bytes():
     a = [ir.Constant(ir.IntType(64), 0)] * 9
     assert [frames.stack_arg_bytes(a[:k]) for k in (0, 6, 7, 8, 9)] == [0, 0, 16, 16, 32]
@@ -99,8 +134,8 @@ def test_zmm_frames_aligned_from_the_call():
     """vaes_avx512: the carried functions' and dec's zmm slots are 64-byte aligned from their
     incoming stack pointer (LLVM's layout), and vg.bulk.enc and vg.bulk.dec call them with the
     stack 64-byte aligned: the callees take six arguments (`bulk.packed_args`), so nothing is
-    pushed between the pad and the call.  (Not
-    the two-slice form's: called so, it measured slower, `BulkFn.call_carry`.)"""
+    pushed between the pad and the call.  (Not the two-slice form's: called so, it measured
+    slower, `BulkFn.call_carry`.)"""
     funcs = _functions("vaes_avx512")
     called = [k for k in funcs
               if re.fullmatch(r"vg\.bulk\.(encreg\.\d+|dec\.\d+\.body)", k)]

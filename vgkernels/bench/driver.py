@@ -41,6 +41,7 @@ from llvmlite import ir
 
 from .. import abi, jit
 from ..ir.core import i32, i64, ptr, void
+from ..kernels import frames
 
 CLOCK_ADDS = 2000  # dependent adds in vgb_clock
 STACK_OFFSET = 2560  # page offset of the stack pointer at each timed call (see _place_stack)
@@ -146,28 +147,15 @@ def _as_callee(fp: ir.Value, fnty: ir.FunctionType) -> ir.Value:
     return _Callee(fp, fnty)  # type: ignore[return-value]
 
 
-def _declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-    fn = module.globals.get(name)
-    return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name=name)
-
-
-def _place_stack(module: ir.Module, b: ir.IRBuilder, page_offset: ir.Value) -> ir.Value:
+def _place_stack(b: ir.IRBuilder, page_offset: ir.Value) -> ir.Value:
     """Move the stack pointer so it sits at ``page_offset`` within a page (when >= 0): the
     callee's frame then lands at the same page offset in every process.  ASLR otherwise puts
     it anywhere, and a kernel's stack stores 4K-alias its data loads differently from one
     process to the next (a 16-byte seal took 28.7 ns in one process, 42 ns in another).
     A scan of 100 cases over offsets 0..4032 (with cases.py's buffer offsets) found 300..1400
     bad (up to +80%) and 1792..3200 flat (within ~1%); STACK_OFFSET sits in the middle.
-    Returns the saved stack, for llvm.stackrestore."""
-    saved = b.call(_declare(module, "llvm.stacksave.p0", ptr, []), [])
-    sp = b.ptrtoint(saved, i64)
-    want = b.icmp_signed(">=", page_offset, _c(0))
-    pad = b.select(want, b.and_(b.sub(sp, page_offset), _c(4095)), _c(0))
-    room = b.alloca(ir.IntType(8), size=pad, name="stack_pad")
-    room.align = 16
-    room.type = ptr  # opaque pointers (llvmlite types allocas as typed ones)
-    b.asm(ir.FunctionType(void, [ptr]), "", "r,~{memory}", [room], True)  # keep the alloca
-    return saved
+    Returns the saved stack, for `frames.restore_stack`."""
+    return frames.pad_stack(b, page_offset, 4096, when=b.icmp_signed(">=", page_offset, _c(0)))
 
 
 def _prestore(b: ir.IRBuilder, a: ir.Value, kind: str, i: ir.Value) -> None:
@@ -191,7 +179,7 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     loop = f.append_basic_block("loop")
     done = f.append_basic_block("done")
     b = ir.IRBuilder(entry)
-    saved = _place_stack(module, b, stack_off)
+    saved = _place_stack(b, stack_off)
     t0 = _tsc(b, start=True)
     b.cbranch(b.icmp_unsigned("==", n, _c(0)), done, loop)
     b.position_at_end(loop)
@@ -205,7 +193,7 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     b.cbranch(b.icmp_unsigned("<", nxt, n), loop, done)
     b.position_at_end(done)
     t1 = _tsc(b, start=False)
-    b.call(_declare(module, "llvm.stackrestore.p0", void, [ptr]), [saved])
+    frames.restore_stack(b, saved)
     b.ret(b.sub(t1, t0))
 
     # call: one call, for checks

@@ -31,14 +31,13 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from ..ir.core import i64, ptr, void
+from ..ir.core import Emitter, i64, ptr, void
 
 INT_ARG_REGS = 6  # SysV: the first six integer and pointer arguments go in registers
 
 
-def _declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-    fn = module.globals.get(name)
-    return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name=name)
+def _intrinsic(b: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    return Emitter(b.module, b).intrinsic(name, ret, args)
 
 
 def _kept(b: ir.IRBuilder, p: ir.Value) -> None:
@@ -56,6 +55,29 @@ def realign(b: ir.IRBuilder, align: int) -> None:
     _kept(b, slot)
 
 
+def pad_stack(b: ir.IRBuilder, residue: ir.Value | int, modulus: int,
+              when: ir.Value | None = None) -> ir.Value:
+    """Move the stack pointer down to ``residue`` modulo ``modulus`` (a power of two; only
+    ``when`` it is given and true), by a dynamic alloca of at most ``modulus - 16`` bytes.
+    Returns the saved stack pointer, for `restore_stack`.  Also the bench driver's way of
+    placing the stack at a page offset."""
+    saved = b.call(_intrinsic(b, "llvm.stacksave.p0", ptr, []), [])
+    sp = b.ptrtoint(saved, i64)
+    res = ir.Constant(i64, residue) if isinstance(residue, int) else residue
+    pad = b.and_(b.sub(sp, res), ir.Constant(i64, modulus - 1))
+    if when is not None:
+        pad = b.select(when, pad, ir.Constant(i64, 0))
+    room = b.alloca(ir.IntType(8), size=pad, name="stack_pad")
+    room.align = 16
+    room.type = ptr
+    _kept(b, room)
+    return saved
+
+
+def restore_stack(b: ir.IRBuilder, saved: ir.Value) -> None:
+    b.call(_intrinsic(b, "llvm.stackrestore.p0", void, [ptr]), [saved])
+
+
 def stack_arg_bytes(args: Sequence[ir.Value]) -> int:
     """Bytes the caller pushes for ``args`` past the six in registers (8 each, the area
     rounded to 16: the ABI's alignment at the call)."""
@@ -66,18 +88,12 @@ def stack_arg_bytes(args: Sequence[ir.Value]) -> int:
 def aligned_call(b: ir.IRBuilder, fn: ir.Function, args: Sequence[ir.Value],
                  align: int = 64) -> ir.CallInstr:
     """Call ``fn`` with the stack pointer at the call ``align``-byte aligned: the stack is
-    padded by (sp - stack_arg_bytes) mod align, then restored."""
-    module = b.module
-    saved = b.call(_declare(module, "llvm.stacksave.p0", ptr, []), [])
-    sp = b.ptrtoint(saved, i64)
-    pad = b.and_(b.sub(sp, ir.Constant(i64, stack_arg_bytes(args))), ir.Constant(i64, align - 1))
-    room = b.alloca(ir.IntType(8), size=pad, name="frame_pad")
-    room.align = 16
-    room.type = ptr
-    _kept(b, room)
+    padded to stack_arg_bytes modulo align (the argument area pushed after the pad brings it
+    to 0), then restored."""
+    saved = pad_stack(b, stack_arg_bytes(args), align)
     r = b.call(fn, list(args))
-    b.call(_declare(module, "llvm.stackrestore.p0", void, [ptr]), [saved])
+    restore_stack(b, saved)
     return r
 
 
-__all__ = ["aligned_call", "realign", "stack_arg_bytes"]
+__all__ = ["aligned_call", "pad_stack", "realign", "restore_stack", "stack_arg_bytes"]
