@@ -116,6 +116,48 @@ def test_interleaving_covers_every_case(drv):
     assert rounds == [[-1, -2, *[(i + j) % 4 for j in range(4)]] for i in range(5)]
 
 
+def test_key_context_is_the_candidate_fastest_at_its_slowest_offset(drv, monkeypatch):
+    """The builder sets up ctx_candidates key contexts, times a seal with each at every
+    stack offset of CTX_PROBE_OFFSETS and keeps the one whose slowest offset is fastest;
+    only the kept context's µtags stay hot for the buffers placed after it."""
+    from vgkernels.bench import cases, utag
+
+    made: list[Buf] = []
+    new_ctx = Builder.new_ctx
+    monkeypatch.setattr(Builder, "new_ctx", lambda self, spec: made.append(
+        new_ctx(self, spec)) or made[-1])
+    real = drv.measure
+    # candidate 0 slow everywhere, 1 fastest but slow at one offset, 2 the best worst case
+    fake = {0: 120.0, 1: 100.0, 2: 110.0}
+    seen: list[tuple[int, int]] = []
+
+    def measure(cs, **kw):
+        t = real(cs, **kw)
+        for c, m in zip(cs, t.results, strict=True):
+            j = c.label["candidate"]
+            seen.append((j, c.stack_offset))
+            slow = j == 1 and c.stack_offset == cases.CTX_PROBE_OFFSETS[3]
+            m.ticks = [130.0 if slow else fake[j]] * len(m.ticks)
+        return t
+    monkeypatch.setattr(drv, "measure", measure)
+    before = set(cases.HOT_TAGS)
+    b = Builder(drv, ctx_candidates=3)
+    spec = CaseSpec("seal", 64, BEST)
+    b.build(spec)
+    assert len(made) == 3 and b.ctx(spec) == made[2].addr
+    assert sorted(seen) == sorted((j, off) for j in range(3) for off in cases.CTX_PROBE_OFFSETS)
+    (trials,) = b.ctx_trials.values()
+    assert trials == pytest.approx([120 / 110, 130 / 110, 1.0])
+    kept = utag.page_tags(made[2].addr, abi.CTX_SIZE)
+    assert kept <= cases.HOT_TAGS
+    gone = set().union(*(utag.page_tags(m.addr, abi.CTX_SIZE) for m in made[:2]))
+    assert not (gone - kept - before) & cases.HOT_TAGS
+    # one candidate: set up, not timed
+    one = Builder(drv, ctx_candidates=1)
+    one.build(spec)
+    assert len(made) == 4 and one.ctx(spec) == made[3].addr and not one.ctx_trials
+
+
 def test_driver_checks_results(drv):
     """A wrong result is reported, never timed: break the key context after building."""
     b = Builder(drv)

@@ -78,6 +78,36 @@ def test_same_tree_both_sides(tmp_path):
     assert len(tab) == 4 and (tab["rounds"] == 3).all() and (tab["ratio"] > 0).all()
 
 
+def test_the_base_side_shares_the_heads_buffers_and_key_context():
+    """A base case's buffer arguments point at the head case's buffers, and its key context
+    is the head's where the base's key_init writes the same bytes; only the kernel differs.
+    A base whose context differs keeps its own."""
+    import ctypes
+
+    from vgkernels.bench.cases import Builder, CaseSpec
+    from vgkernels.bench.driver import driver as get_driver
+
+    drv = get_driver()
+    be = "aesni_pclmul" if "aesni_pclmul" in {b.name for b in usable()} else "portable"
+    kern = revision.load_base(revision.base_ir(str(TREE), [be]))
+    head = Builder(drv, ctx_candidates=1)
+    base = revision._BaseBuilder(drv, kern, head)
+    for spec in (CaseSpec("seal", 100, be), CaseSpec("gather", 100, be, "n+1"),
+                 CaseSpec("open_out", 64, be)):
+        h, b = head.build(spec), base.build(spec)
+        assert b.slots[1:] != h.slots[1:]  # built on buffers of its own
+        revision.share_memory(h, b)
+        assert b.slots[0] != h.slots[0] and b.slots[1:] == h.slots[1:]
+        assert list((ctypes.c_uint64 * len(b.slots)).from_address(b.address())) == b.slots
+        assert drv.call(b) == abi.RC_OK
+    # a head context with other bytes (the in-flight count, which kernels ignore)
+    head2 = Builder(drv, ctx_candidates=1)
+    spec = CaseSpec("seal", 64, be)
+    ctypes.c_uint32.from_address(head2.ctx(spec) + abi.CTX_INFLIGHT).value = 1
+    base2 = revision._BaseBuilder(drv, kern, head2)
+    assert base2.ctx(spec) != head2.ctx(spec)
+
+
 def test_a_declined_shape_is_skipped_and_said():
     """seal_two_slice declines 16 + rest: that pair is left out (and said), not half-measured;
     the other cases of the plan still run."""

@@ -306,6 +306,10 @@ def _check_targets(out: Path, notes: dict) -> None:
     line = t[t["check"].str.contains("16-byte offsets within a line")]
     assert len(line) >= 1 and line["limit"].isna().all()
     assert all(f"{c}: " in d for d in line["detail"] for c in (0, 16, 32, 48))
+    # the key context on other pages, a context row counting the slow ones
+    ctx = t[t["check"].str.contains("the key context's pages")]
+    assert len(ctx) >= 1 and ctx["limit"].isna().all()
+    assert all("fresh contexts over 1.03: " in d for d in ctx["detail"])
     assert any("checks hold on this host" in c for c in notes["conclusions"])
 
 

@@ -381,3 +381,20 @@ def test_stack_line_row_is_context_with_the_offsets_by_place_in_a_line():
     # 0 mod 64: 1.32 at 1024 and 1.10 at 3072, median 1.21
     assert row["detail"].endswith("by offset mod 64 (median over 2 lines of the minima): "
                                   "0: 1.210, 16: 1.000, 32: 1.050, 48: 1.000")
+
+
+def test_key_context_row_is_context_with_the_fresh_contexts_counted():
+    """The seal with key contexts on pages of their own (place_ctx; 0 is the builder's) gives
+    a row without a limit: the slowest context's paired ratio, the builder's, and how many
+    fresh contexts ran over 3% slower than the fastest."""
+    raw = _raw()
+    sweep = [{"part": "place_ctx", "backend": "vaes_avx2", "n": 1024, "offset": j,
+              "min_ns": 116.0 + j, "tsc_hz": 3e9} for j in range(5)]
+    conf = _confirmed("place_ctx", "vaes_avx2", 1024, 116.0,
+                      ((1, "fastest", 116.0, 1.0), (0, "slow", 116.5, 1.004),
+                       (4, "slow", 168.0, 1.45), (3, "slow", 121.0, 1.04),
+                       (2, "slow", 117.0, 1.008)))
+    row = _context_row(raw, sweep + conf, "the key context's pages")
+    assert row["ratio"] == pytest.approx(1.45)
+    assert row["detail"].endswith("the builder's: 1.004; fresh contexts over 1.03: 2 of 4, "
+                                  "up to 1.450")

@@ -166,17 +166,32 @@ def stack_classes(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
             + ", ".join(f"{c}: {v:.3f}" for c, v in by.items()))
 
 
+def ctx_split(sweep: pd.DataFrame, conf: pd.DataFrame) -> str:
+    """The builder's key context (offset 0, the fastest of its candidates) and the fresh
+    ones over 3% slower than the fastest, by their paired ratios."""
+    r = dict(zip(conf["offset"].astype(int), conf["paired_ratio"], strict=True))
+    fresh = [v for o, v in r.items() if o != 0]
+    n_fresh = int((sweep["offset"].astype(int) != 0).sum())
+    slow = [v for v in fresh if v > SAME_AS_FASTEST]
+    kept = f"the builder's: {r[0]:.3f}; " if 0 in r else ""
+    return (f"{kept}fresh contexts over {SAME_AS_FASTEST}: {len(slow)} of {n_fresh}"
+            + (f", up to {max(slow):.3f}" if slow else ""))
+
+
 # (sweep part, what it varies, limit, more detail from (sweep, confirmation) rows).  The
-# output's address (its pages' µtags) and the stack's offsets within a line (the issue's
-# sweep steps by 256 bytes) are not placements the issue names: context rows without a
-# limit, only where they were confirmed in pairs, and without a minima row.
+# output's address (its pages' µtags), the stack's offsets within a line (the issue's
+# sweep steps by 256 bytes) and the key context's pages are not placements the issue names:
+# context rows without a limit, only where they were confirmed in pairs, and without a
+# minima row.
 PLACEMENTS = (("place_io", "output offset from input", PLACEMENT_LIMIT, None),
               ("place_align", "alignment of the output in a cache line", PLACEMENT_LIMIT, None),
               ("place_stack", "stack offset", PLACEMENT_LIMIT, None),
               ("place_va", "(context) the output buffer's address, page offset fixed", math.nan,
                utag_split),
               ("place_stack16", "(context) the stack's 16-byte offsets within a line",
-               math.nan, stack_classes))
+               math.nan, stack_classes),
+              ("place_ctx", "(context) the key context's pages, stack and buffers fixed",
+               math.nan, ctx_split))
 
 
 def placement(raw: pd.DataFrame) -> list[dict]:

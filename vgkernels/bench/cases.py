@@ -41,6 +41,7 @@ aligned).  ``bytes`` is the whole text (n + 1 for ``n+1``), ``blocks`` = ceil(by
 from __future__ import annotations
 
 import ctypes
+import statistics
 import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -48,7 +49,7 @@ from typing import Any
 
 from .. import abi, spec
 from ..backends import get
-from ..buffers import Buf
+from ..buffers import PAGE, Buf
 from ..variant import NO_COLUMNS, Variant
 from . import utag
 from .driver import Case, Driver
@@ -192,6 +193,19 @@ AUX_OFFSETS = tuple(3200 + 128 * j for j in range(7))
 # times the kernel, not the address lottery (the targets' place_va rows time that).
 HOT_TAGS: set[int] = set()
 
+# Key contexts set up per backend, variant and key; the builder keeps the one whose seal runs
+# fastest at its slowest stack offset.  On Zen 4 some contexts made every call slower at some
+# stack pages: seal 1 KiB 5-13% (vaes_avx512), in one process 45% (vaes_avx2), and moving only
+# the context (same stack, same buffers) restored the time.  Which pages pair goes by physical
+# address (a loop storing to one page and loading another at the same page offset runs 3.6x
+# slower for about one page pair in 14, a different set in every process), so no page offset
+# avoids it (design notes, "Zen 4, fourteenth session").  The targets' place_ctx rows time
+# what such a context costs.
+CTX_CANDIDATES = 4
+CTX_PROBE_BYTES = 1024
+CTX_PROBE_OFFSETS = tuple(range(0, PAGE, 256))  # the stack row's offsets (targets.Profile)
+CTX_PROBE_ROUNDS = 5
+
 
 def alloc_apart(n: int, data: bytes = b"", page_offset: int | None = None,
                 tries: int = 64) -> Buf:
@@ -226,6 +240,16 @@ class Placer:
         return alloc_apart(n, data, off)
 
 
+def share_buffers(ref: Case, case: Case) -> None:
+    """Point ``case``'s buffer arguments (those at the start of a buffer it keeps) at ``ref``'s
+    in the same argument slots, and write its argument block again.  ``ref`` must be a case of
+    the same operation and shape whose buffers are at least as long."""
+    owned = {b.addr for b in case.keep if isinstance(b, Buf)}
+    case.slots = [r if i and c in owned else c
+                  for i, (r, c) in enumerate(zip(ref.slots, case.slots, strict=True))]
+    case.place_block(case.address(), 8 * len(case.slots))
+
+
 def message(n: int, seed: int = 0) -> bytes:
     """``n`` bytes of a deterministic test message (the same in every process)."""
     return bytes((i * 167 + seed * 13 + 5) & 255 for i in range(n))
@@ -235,14 +259,19 @@ class Builder:
     """Builds concrete cases in the measuring process: kernels, key contexts, peers."""
 
     def __init__(self, drv: Driver, verify: bool = True, libcrypto: str | None = None,
-                 aead_paths: dict[str, str | None] | None = None, shift: int = 0):
-        """``shift``: see `Placer`."""
+                 aead_paths: dict[str, str | None] | None = None, shift: int = 0,
+                 ctx_candidates: int = CTX_CANDIDATES):
+        """``shift``: see `Placer`; ``ctx_candidates``: see CTX_CANDIDATES (1: the first
+        context, untimed)."""
         self.driver = drv
         self.shift = shift
         self.verify = verify
         self.libcrypto = libcrypto
         self.aead_paths = aead_paths or {}  # EVP_AEAD peer name -> path (None: awscrt's)
         self._ctx: dict[tuple[str, Variant, bytes], Buf] = {}
+        self.ctx_candidates = ctx_candidates if drv is not None else 1  # untimed without one
+        # per context: each candidate's slowest seal over the slowest of the kept one
+        self.ctx_trials: dict[tuple[str, Variant, bytes], list[float]] = {}
 
     # -- shared material ---------------------------------------------------------------------
     @staticmethod
@@ -267,19 +296,58 @@ class Builder:
                        "(not built yet?)") from None
 
     def ctx(self, spec: CaseSpec) -> int:
-        """A key context set up by the kernel's key_init (kept per backend, variant, key)."""
+        """A key context set up by the kernel's key_init (kept per backend, variant, key): the
+        fastest of ``ctx_candidates`` at its slowest stack offset (`_placed_ctx`)."""
         key, _, _ = self.material(spec)
         tag = (spec.backend, spec.variant(), key)
         buf = self._ctx.get(tag)
         if buf is None:
-            buf = Buf.alloc(abi.CTX_SIZE, page_offset=0)  # placed alike in every process
-            HOT_TAGS.update(utag.page_tags(buf.addr, abi.CTX_SIZE))
-            res, args, _ = abi.SIGNATURES["key_init"]
-            init = ctypes.CFUNCTYPE(res, *args)(self.address(spec, "key_init"))
-            if init(buf.addr, key, len(key)) != 0:
-                raise KernelError(f"{spec.backend}: key_init failed for a {len(key)}-byte key")
-            self._ctx[tag] = buf
+            buf = self._placed_ctx(spec, tag, key)
         return buf.addr
+
+    def new_ctx(self, spec: CaseSpec) -> Buf:
+        """A key context of the case's backend and key, set up on fresh pages."""
+        key, _, _ = self.material(spec)
+        buf = Buf.alloc(abi.CTX_SIZE, page_offset=0)  # placed alike in every process
+        res, args, _ = abi.SIGNATURES["key_init"]
+        init = ctypes.CFUNCTYPE(res, *args)(self.address(spec, "key_init"))
+        if init(buf.addr, key, len(key)) != 0:
+            raise KernelError(f"{spec.backend}: key_init failed for a {len(key)}-byte key")
+        return buf
+
+    def _placed_ctx(self, spec: CaseSpec, tag: tuple, key: bytes) -> Buf:
+        """The fastest of ``ctx_candidates`` contexts: a seal of CTX_PROBE_BYTES with each at
+        every stack offset of CTX_PROBE_OFFSETS, the slowest offset compared (see
+        CTX_CANDIDATES).  The candidates' µtags are hot while they are timed (their cases'
+        buffers avoid them); only the kept one's stay."""
+        cands = [self.new_ctx(spec) for _ in range(self.ctx_candidates)]
+        added = set().union(*(utag.page_tags(c.addr, abi.CTX_SIZE) for c in cands)) - HOT_TAGS
+        HOT_TAGS.update(added)
+        try:
+            if len(cands) > 1:
+                probe = CaseSpec("seal", CTX_PROBE_BYTES, spec.backend, vparams=spec.vparams,
+                                 key_len=spec.key_len, aad_len=spec.aad_len,
+                                 nonce_len=spec.nonce_len)
+                cases = []
+                for j, c in enumerate(cands):
+                    self._ctx[tag] = c
+                    for off in CTX_PROBE_OFFSETS:
+                        case = self.build(probe)
+                        case.stack_offset, case.label = off, {"candidate": j}
+                        cases.append(case)
+                t = self.driver.measure(cases, k=CTX_PROBE_ROUNDS, probes=False, rotate=True)
+                worst = [0.0] * len(cands)
+                for m in t.results:
+                    j = m.label["candidate"]
+                    worst[j] = max(worst[j], statistics.median(m.ticks))
+                best = min(range(len(cands)), key=worst.__getitem__)
+                self.ctx_trials[tag] = [w / worst[best] for w in worst]
+                cands = [cands[best]]
+        finally:
+            self._ctx.pop(tag, None)
+        HOT_TAGS.difference_update(added - utag.page_tags(cands[0].addr, abi.CTX_SIZE))
+        self._ctx[tag] = cands[0]
+        return cands[0]
 
     def openssl(self):  # -> peers.OpenSSL
         """The system OpenSSL peer (libcrypto through its EVP interface)."""

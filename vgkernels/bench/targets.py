@@ -36,7 +36,7 @@ from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
 from . import bound, utag
-from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message
+from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message, share_buffers
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
 
@@ -77,6 +77,11 @@ class Profile:
     # the seal is timed too: the sweeps above step by whole lines
     stack_lines: tuple[int, ...] = (0, 1024, 2048, 3072)
     va_buffers: int = 32  # outputs at one page offset in buffers of their own (`utag`)
+    # key contexts on pages of their own (the builder's first), the seal's stack and buffers
+    # fixed: what a context the core's store-to-load check pairs with the stack costs
+    # (`cases.CTX_CANDIDATES`)
+    ctx_pages: int = 16
+    ctx_sizes: tuple[int, ...] = (1024, 4096)
     # the sweep's slowest offsets (None: every offset), timed again beside its fastest in
     # paired rounds
     confirm_slowest: int | None = None
@@ -96,14 +101,14 @@ PROFILES = {
     "quick": Profile(k=9, passes=3, gap_s=0.3, target_us=10.0,
                      sawtooth=(129, 255, 257, 305, 511, 1023, 4095),
                      remainders=4, io_step=256, stack_step=512, va_buffers=12,
-                     stack_lines=(1024, 3072),
+                     stack_lines=(1024, 3072), ctx_pages=8, ctx_sizes=(1024,),
                      confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
                      record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
                     place_sizes=(4096,), io_step=1024, stack_step=1024, va_buffers=2,
-                    stack_lines=(2048,),
+                    stack_lines=(2048,), ctx_pages=2, ctx_sizes=(1024,),
                     confirm_slowest=1,
                     confirm_k=3, confirm_gap_ms=0.0, sweep_sizes=(16, 16384),
                     record_sizes=(255,), sweep_k=3, aes_chains=(8,)),
@@ -188,8 +193,13 @@ def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
     group = get(backend).group  # default variant's group
     sizes = set(BULK) | set(SHORT) | set(prof.sawtooth) | {n // 16 * 16 for n in prof.sawtooth}
     sizes |= {REMAINDER_BASE + 16 * r for r in [0, *remainder_blocks(group, prof.remainders)]}
-    for n in sorted(sizes):
-        c = bench.builder.build(CaseSpec("seal", n, backend))
+    # every size on the buffers of the largest, so that the differences target 2 takes and
+    # the sizes target 1 compares draw the same pages (`cases.CTX_CANDIDATES`)
+    built = [bench.builder.build(CaseSpec("seal", n, backend)) for n in sorted(sizes)]
+    for c in built:
+        share_buffers(built[-1], c)
+        if bench.driver.call(c) != 0:
+            raise RuntimeError(f"{backend}: seal of {c.label['n']} B failed")
         bench.add(c, part="seal")
 
 
@@ -275,14 +285,45 @@ def _add_placement(bench: _Bench, backend: str, prof: Profile) -> None:
         for r, (dst, hit) in enumerate(outs):
             _add_seal_out(bench, backend, fixed, n, tag.addr, dst, va, part="place_va",
                           offset=r, utag_ctx=hit)
+        # One seal's buffers at every stack offset: a case of their own per offset drew new
+        # pages, and with them the pairings of `cases.CTX_CANDIDATES` with the stack.
+        c0 = bench.builder.build(CaseSpec("seal", n, backend))
         for off in range(0, PAGE, prof.stack_step):
-            c = bench.builder.build(CaseSpec("seal", n, backend))
+            c = _same_buffers(bench, c0)
             c.stack_offset = off
             bench.add(c, part="place_stack", offset=off)
         for off in (line + a for line in prof.stack_lines for a in STACK_ALIGNS):
-            c = bench.builder.build(CaseSpec("seal", n, backend))
+            c = _same_buffers(bench, c0)
             c.stack_offset = off
             bench.add(c, part="place_stack16", offset=off)
+    for n in prof.ctx_sizes:
+        _add_ctx_pages(bench, backend, n, prof.ctx_pages)
+
+
+def _add_ctx_pages(bench: _Bench, backend: str, n: int, count: int) -> None:
+    """The in-place seal of n bytes with ``count`` key contexts, one case each, the same
+    buffers and stack: context 0 is the builder's (the fastest of its candidates), the others
+    are set up on fresh pages, as a caller's would be."""
+    spec = CaseSpec("seal", n, backend)
+    c0 = bench.builder.build(spec)
+    for j in range(count):
+        ctx = bench.builder.new_ctx(spec) if j else None
+        c = _same_buffers(bench, c0, ctx=ctx)
+        if bench.driver.call(c) != 0:
+            raise RuntimeError(f"{backend}: seal with key context {j} failed")
+        bench.add(c, part="place_ctx", offset=j)
+
+
+def _same_buffers(bench: _Bench, c0: Case, ctx: Buf | None = None) -> Case:
+    """A case of c0's function on c0's buffers, with an argument block of its own (and the
+    key context ``ctx`` where given)."""
+    slots = list(c0.slots)
+    if ctx is not None:
+        slots[1] = ctx.addr
+    blk = Buf.alloc(8 * len(slots), page_offset=3712)
+    c = Case(dict(c0.label), c0.kind, slots, keep=[*c0.keep, ctx, blk])
+    c.place_block(blk.addr, blk.n)
+    return c
 
 
 def _add_aes_rate(bench: _Bench, prof: Profile, widths: Sequence[int]) -> None:
@@ -359,7 +400,8 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     return out
 
 
-PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va", "place_stack16")
+PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va", "place_stack16",
+                   "place_ctx")
 
 
 def confirm_candidates(combined: pd.DataFrame, slowest: int | None
