@@ -269,6 +269,29 @@ def test_first_round_table(backend, ks):
         assert _round(_xor(x, k0), w, 1) == _xor(_round(_xor(x0, k0), w, 1), table[v])
 
 
+def test_broadcast_powers_table(backend):
+    """The four-lane powers (abi.CTX_BCAST) of backends whose loops read them: entry e is the
+    context's own H^e in each of four lanes, its half-sum entry H^e's two qwords XORed, in both
+    qwords of each lane; other backends leave the region zero."""
+    from vgkernels import backends
+    ctx = Ctx(backend, rbytes(rng("bcast", 16), 16))
+    assert ctx.rc == 0
+    raw = bytes((ctypes.c_uint8 * abi.CTX_SIZE).from_address(ctx.addr))
+    region = raw[abi.CTX_BCAST:abi.CTX_SIZE]
+    if not backends.get(backend).masked:
+        assert region == bytes(len(region))
+        return
+    for e in range(4, 4 * abi.CTX_NBCAST + 1, 4):
+        h = raw[abi.power_offset(e):abi.power_offset(e) + 16]
+        assert h != bytes(16)
+        at, fold = abi.bcast_offset(e), abi.bcast_offset(e, folded=True)
+        assert raw[at:at + 64] == h * 4, e
+        half = _xor(h[:8], h[8:])
+        assert raw[fold:fold + 64] == (half + half) * 4, e
+    with pytest.raises(ValueError):
+        abi.bcast_offset(6)
+
+
 def test_invariant_round_keys_only_where_nothing_writes_them():
     """The kernels load round keys with !invariant.load (`Emitter.load_invariant`), which
     promises LLVM the bytes never change: true inside every kernel call but key_init, the one

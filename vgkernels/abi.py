@@ -28,13 +28,27 @@ CTX_POWER_PAD = 4  # zero blocks after H^1 so a partial vector of powers loads w
 # zero (SubBytes is bytewise, ShiftRows and MixColumns are linear).  key_init writes it; the
 # stitched loops and the short path's chunks read it, indexed by the public counter.
 CTX_ROUND1 = CTX_POWERS + 16 * (CTX_NPOW + CTX_POWER_PAD)  # 1472: 256 blocks
-CTX_SIZE = CTX_ROUND1 + 16 * 256  # 5568
+# The four-lane loops' powers H^4, H^8, .., H^32 (the group of 32 blocks' vector k takes
+# H^(32-4k)), each in all four lanes of a 64-byte entry, then their Karatsuba half-sums the
+# same way (backends with `masked`: zmm).  key_init writes them; the bulk functions read them
+# where a multiply uses them, as memory operands, so they need not hold them in registers or
+# store them to the stack first (design notes, "Zen 4, fourteenth session").
+CTX_BCAST = CTX_ROUND1 + 16 * 256  # 5568
+CTX_NBCAST = 8
+CTX_SIZE = CTX_BCAST + 2 * 64 * CTX_NBCAST  # 6592
 CTX_ALIGN = 64
 
 
 def power_offset(k: int) -> int:
     """Byte offset of H^k (k = 1..CTX_NPOW) in the context; H^1 sits last before the padding."""
     return CTX_POWERS + 16 * (CTX_NPOW - k)
+
+
+def bcast_offset(e: int, folded: bool = False) -> int:
+    """Byte offset of H^e (e = 4, 8, .., 4 * CTX_NBCAST) in four lanes, or of its half-sum."""
+    if e % 4 or not 4 <= e <= 4 * CTX_NBCAST:
+        raise ValueError(f"no broadcast entry for H^{e}")
+    return CTX_BCAST + 64 * (e // 4 - 1 + (CTX_NBCAST if folded else 0))
 
 
 # GCM's length limits (SP 800-38D section 5.2.1.1), as the kernels enforce them: RC_TEXT_TOO_LONG

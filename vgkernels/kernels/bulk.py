@@ -84,6 +84,8 @@ class BulkFn:
             # 400-512 B 0.95-0.97x, 4-64 KiB 0.98-1.01x; on aesni_pclmul (SSE) 1-64 KiB read
             # 1.01-1.04x, not kept there
             self.f.reloadable_keys()
+        if params.backend.masked:
+            self.f.readable_ctx()  # the table's loads may be repeated where they are used
         self.em, self.b = self.f.em, self.f.b
         if params.w == 2:  # ymm spill slots (`frames`)
             frames.realign(self.b, 32)
@@ -121,9 +123,23 @@ class BulkFn:
         self.bcast: dict[int, tuple[ir.Value, ir.Value | None]] = {}
         if mode.hashed is not None:
             gh, es = self.f.gh, range(max(g, self.lead_group), 0, -w)  # as H^(G-kW)
-            hs = [self.em.broadcast(self.f.power(self.ctx, e, 1), w) for e in es]
-            self.bcast = {e: (h, gh.fold_halves(h) if gh.karatsuba else None)
-                          for e, h in zip(es, hs, strict=True)}
+            if self.from_table(es):
+                self.bcast = {e: (self.f.bcast_power(self.ctx, e),
+                                  self.f.bcast_power(self.ctx, e, folded=True)) for e in es}
+            else:
+                hs = [self.em.broadcast(self.f.power(self.ctx, e, 1), w) for e in es]
+                self.bcast = {e: (h, gh.fold_halves(h) if gh.karatsuba else None)
+                              for e, h in zip(es, hs, strict=True)}
+
+    def from_table(self, es: range) -> bool:
+        """Whether the loops' powers ``es`` and their half-sums come from the context's
+        broadcast table (`abi.CTX_BCAST`: zmm, Karatsuba).  Against computing them at entry,
+        Zen 4, same run, stack offsets 2560 / 1328: seal 512 B 0.952-0.958, 1-4 KiB 0.97-0.99
+        (one 0.83), 16-64 KiB 1.001-1.009; open 1-1.5 KiB 0.88-0.91, 4 KiB 0.956, 16-64 KiB
+        0.98-1.005; gather 512 B-4 KiB 0.94-0.98.  The carried function's stack stores
+        before its loop went from 25 zmm to 10 (its frame from 1048 bytes to 248)."""
+        return (self.p.backend.masked and self.p.w == 4 and self.f.gh.karatsuba
+                and all(e % 4 == 0 and e <= 4 * abi.CTX_NBCAST for e in es))
 
     def bcast_power(self, e: int) -> tuple[ir.Value, ir.Value | None]:
         """H^e in every lane (and its half-sum), emitted once at the top of the function; a

@@ -100,7 +100,16 @@ class Fn:
         (`round_keys`) LLVM may load a key again where it would spill another value.  Only on
         the one-block-wide backends, which load the keys invariant."""
         assert one_block_wide(self.params.backend)
+        self.readable_ctx()
+
+    def readable_ctx(self) -> None:
+        """The key context (argument 0) dereferenceable: its invariant loads may be moved or
+        repeated where they are used."""
         self.fn.args[0].attributes.dereferenceable = abi.CTX_SIZE
+
+    def bcast_power(self, ctx: ir.Value, e: int, folded: bool = False) -> ir.Value:
+        """H^e in four lanes (or its half-sum) from the context's broadcast table."""
+        return self.em.load_invariant(ctx, abi.bcast_offset(e, folded), 4)
 
     def power(self, ctx: ir.Value, k: int | ir.Value, w: int) -> ir.Value:
         """W powers from H^k downwards (zero lanes past H^1): the descending table order."""

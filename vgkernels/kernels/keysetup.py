@@ -63,6 +63,8 @@ def build_key_init(module: ir.Module, params: Params) -> ir.Function:
         v.k = b.add(v.k, ir.Constant(i64, 1))
     if params.backend.first_round:
         first_round_table(f, ctx)
+    if params.backend.masked:
+        broadcast_powers(f, ctx)
     em.store_int(ir.Constant(i32, abi.CTX_MAGIC_VALUE), ctx, abi.CTX_MAGIC)
     b.ret(ir.Constant(i32, abi.RC_OK))
     return f.fn
@@ -87,3 +89,12 @@ def first_round_table(f: Fn, ctx: ir.Value) -> None:
         t = em.xor(f.prims.aesenc(em.xor(k0, b.bitcast(v.last, k0.type)), zero(w)), at0)
         em.store(t, ctx, b.add(c(abi.CTX_ROUND1), b.shl(v.v, c(4))))
         v.v, v.last = b.add(v.v, c(w)), b.add(v.last, last_bytes(lambda lane: w))
+
+
+def broadcast_powers(f: Fn, ctx: ir.Value) -> None:
+    """H^4, H^8, .., H^(4 * CTX_NBCAST) in four lanes, and their half-sums (`abi.CTX_BCAST`)."""
+    em = f.em
+    for k in range(1, abi.CTX_NBCAST + 1):
+        h = em.broadcast(em.load(ctx, abi.power_offset(4 * k)), 4)
+        em.store(h, ctx, abi.bcast_offset(4 * k))
+        em.store(f.gh.fold_halves(h), ctx, abi.bcast_offset(4 * k, folded=True))
