@@ -84,7 +84,7 @@ def test_the_base_side_shares_the_heads_buffers_and_key_context():
     A base whose context differs keeps its own."""
     import ctypes
 
-    from vgkernels.bench.cases import Builder, CaseSpec
+    from vgkernels.bench.cases import Builder, CaseSpec, share_buffers
     from vgkernels.bench.driver import driver as get_driver
 
     drv = get_driver()
@@ -96,7 +96,7 @@ def test_the_base_side_shares_the_heads_buffers_and_key_context():
                  CaseSpec("open_out", 64, be)):
         h, b = head.build(spec), base.build(spec)
         assert b.slots[1:] != h.slots[1:]  # built on buffers of its own
-        revision.share_memory(h, b)
+        share_buffers(h, b)
         assert b.slots[0] != h.slots[0] and b.slots[1:] == h.slots[1:]
         assert list((ctypes.c_uint64 * len(b.slots)).from_address(b.address())) == b.slots
         assert drv.call(b) == abi.RC_OK

@@ -37,7 +37,7 @@ from ..backends import get
 from ..build import Kernels
 from ..variant import Variant
 from .cases import PIECE_OPS, Builder, CaseSpec, Skip, share_buffers
-from .driver import Case, Driver
+from .driver import Driver
 from .driver import driver as get_driver
 
 BASE_PREFIX = "vgbase"
@@ -117,7 +117,8 @@ def check_abi(dump: dict[str, object]) -> None:
 
 class _BaseBuilder(Builder):
     """The bench's case builder with the base tree's kernels in place of this tree's.  Its key
-    context is the head's where the base's key_init writes the same bytes (`share_memory`)."""
+    context is the head's where the base's key_init writes the same bytes (and `measure`
+    points its cases at the head's buffers)."""
 
     def __init__(self, drv: Driver, base: dict[str, Kernels], head: Builder, shift: int = 0):
         super().__init__(drv, shift=shift)
@@ -134,13 +135,6 @@ class _BaseBuilder(Builder):
                 self._ctx[tag] = self._head._ctx[tag]
         return super().ctx(spec)
 
-
-def share_memory(head: Case, base: Case) -> None:
-    """Point the base case's buffer arguments at the head case's buffers (`cases.share_buffers`):
-    the two sides then read and write the same pages, and a page that pairs with the stack's
-    (`cases.CTX_CANDIDATES`) slows both or neither.  The kernels are constant time, so what the
-    other side left in a buffer does not change the timing."""
-    share_buffers(head, base)
 
 
 def load_base(dump: dict[str, object]) -> dict[str, Kernels]:
@@ -194,7 +188,10 @@ def measure(plan: Plan, dump: dict[str, object], drv: Driver | None = None,
         except Skip as why:  # a shape the entry declines (two_slice: 16 + rest)
             say(f"skipped {spec.backend} {spec.op} {spec.shape} {spec.n}: {why}")
             continue
-        share_memory(*pair)
+        # the base side on the head's buffers: a page that pairs with the stack's
+        # (`cases.CTX_CANDIDATES`) slows both sides or neither; the kernels are constant
+        # time, so what the other side left in a buffer does not change the timing
+        share_buffers(*pair)
         if drv.call(pair[1]) != abi.RC_OK:
             raise RuntimeError(f"{spec}: the base kernel failed on the head's buffers")
         for side, c in zip(("head", "base"), pair, strict=True):
