@@ -117,3 +117,31 @@ def test_carried_loop_stores_nothing_to_the_stack(cpu):
         assert not stores, f"{be.name} on {cpu}: stack stores in the carried loop: {stores}"
         assert sum(1 for op in ops if op[0].startswith("vmovdqu")
                    and re.search(r"\(%r\w+,%r\w+\)$", op[1])) >= v.group // be.width
+
+
+@pytest.mark.parametrize("backend", [b.name for b in FORMS if b.enc_carry], indirect=True)
+def test_every_end_sealed_beside_the_carried_loop(backend):
+    """The carried function from two groups seals its masked end beside the loop and hashes it
+    from the output (`Leftover.seal_end`); below two groups a function without the loop seals
+    it last.  Every end of 0..U vectors' bytes, plus 17, after two groups, and the same after one
+    group, in place and out of place, one piece and the record shape (the extra byte ends the
+    text), against `cryptography`."""
+    be = BY_NAME[backend]
+    g = Variant().resolved(be).group
+    span = 16 * 16  # the end: at most U = 4 vectors of W = 4 blocks
+    r = rng("sealed-end", backend)
+    key, nonce, aad = rbytes(r, 16), rbytes(r, 12), rbytes(r, 13)
+    a = AesGcm(key, backend=backend)
+    for groups in (2, 1):
+        for n in range(16 * g * groups, 16 * g * groups + span + 18):
+            pt = rbytes(r, n)
+            want = oracle(key, nonce, pt, aad)
+            where = (backend, groups, n)
+            assert a.encrypt(nonce, pt, aad) == want, where
+            buf = bytearray(pt)
+            assert a.encrypt_in_place(nonce, buf, aad) == want[-TAG:], where
+            assert bytes(buf) == want[:-TAG], where
+            buf[:] = pt  # the record shape in place: both pieces views of the output
+            mv = memoryview(buf)
+            tag = a.encrypt_into(buf, nonce, [mv[:-1], mv[-1:]], aad, copy_below=False)
+            assert bytes(buf) + tag == want, where + ("record",)

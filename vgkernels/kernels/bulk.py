@@ -56,7 +56,7 @@ class BulkFn:
 
     def __init__(self, module: ir.Module, params: Params, mode: Mode, nr: int,
                  extra: bool = False, lead: bool = False, carry: bool = False,
-                 body: bool = False):
+                 body: bool = False, one_group: bool = False):
         """``extra``: the two-slice form: one more byte, passed by value, follows the nbytes of
         ``in``; the final (masked or partial) block takes it, so the last block of a TLS record
         (payload, then the content-type byte) needs no separate call and no extra reduction."""
@@ -67,13 +67,19 @@ class BulkFn:
         # W - 1 blocks into the zero padding.
         assert 2 * g + 1 <= abi.CTX_NPOW, f"group {g}: CTX_NPOW {abi.CTX_NPOW} < 2G + 1"
         assert w - 1 <= abi.CTX_POWER_PAD, f"width {w}: CTX_POWER_PAD < W - 1"
-        name = (lead_symbol(mode, nr) if lead else carry_symbol(nr, extra) if carry
+        name = (lead_symbol(mode, nr) if lead else carry_symbol(nr, extra, one_group) if carry
                 else body_symbol(mode, nr) if body else mode.symbol(nr, extra))
         # called through `frames.aligned_call`: six arguments, all in registers (`packed_args`)
         self.packed = body or (carry and not extra)
         types = mode.arg_types(extra)
         self.f = Fn(module, params, name, void, types[:5] + [i64] if self.packed else types)
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
+        # the carried function for one group: no loop (`call_carry`)
+        self.one_group = one_group
+        # the masked end sealed beside the loop, hashed from the output (`Leftover.seal_end`)
+        self.end_first = (carry and not one_group and mode is ENC
+                          and params.backend.masked and params.w > 1
+                          and params.variant.tail != "split")
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
@@ -196,9 +202,13 @@ class BulkFn:
             out = mode.region(self, end, s0, ctr)
             assert len(self.pending_vectors) == nheld and len(self.begun) == nbegun
             return [*out, self.pending_vectors, self.begun]
+
+        def skipped() -> list:
+            if self.end_first:  # else after group 0 (`stitched.enc_region`)
+                Leftover.seal_end(self, ctr)
+            return [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun]
         i, s, c, self.pending_vectors, self.begun = em.if_else_values(
-            enter, region, lambda: [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun],
-            "region")
+            enter, region, skipped, "region")
         pending = enter if mode.stitched else None
         if split:
             y, c = em.if_else_values(
@@ -240,18 +250,29 @@ class BulkFn:
         generator with `stitched._enc_carried` as its loop, for every output.  A function of
         its own, called only from a group up: LLVM then drops its paths for shorter inputs,
         and seal 512 B-4 KiB measured 4-6% faster than the same loop inline (Zen 5; 16-64
-        KiB the same).  Left here: what is shorter than a group."""
-        b = self.b
-        go, rest = b.append_basic_block("carry"), b.append_basic_block("short")
-        big = b.icmp_unsigned(">=", self.nbytes, _c(16 * stitched.CARRY_MIN_GROUPS * self.p.g))
-        b.cbranch(big, go, rest)
-        b.position_at_end(go)
-        fn = self.em.module.globals[carry_symbol(self.nr, self.extra)]
-        if self.extra:  # called aligned, the two-slice form measured 1.02-1.10x at one offset
-            b.call(fn, list(self.f.args))
-        else:  # its zmm spill slots lie on 64-byte boundaries from its incoming stack
-            frames.aligned_call(b, fn, packed_args(b, list(self.f.args)))
-        b.ret_void()
+        KiB the same).  Below two groups the loop does not run and a function without it
+        (``one_group``) takes the call: there the masked end is not sealed first, whose
+        read-back would follow its store too closely (`Leftover.seal_end`).  Left here: what
+        is shorter than a group."""
+        b, g = self.b, self.p.g
+        rest = b.append_basic_block("short")
+        # (function, from how many bytes), longest first
+        arms = [(carry_symbol(self.nr, self.extra), 16 * stitched.CARRY_MIN_GROUPS * g)]
+        if one_group_fn(self.p):
+            arms = [(carry_symbol(self.nr, self.extra), 32 * g),
+                    (carry_symbol(self.nr, self.extra, one_group=True), 16 * g)]
+        for sym, least in arms:
+            go, other = b.append_basic_block("carry"), b.append_basic_block("fewer")
+            b.cbranch(b.icmp_unsigned(">=", self.nbytes, _c(least)), go, other)
+            b.position_at_end(go)
+            fn = self.em.module.globals[sym]
+            if self.extra:  # called aligned, the two-slice form measured 1.02-1.10x at one offset
+                b.call(fn, list(self.f.args))
+            else:  # its zmm spill slots lie on 64-byte boundaries from its incoming stack
+                frames.aligned_call(b, fn, packed_args(b, list(self.f.args)))
+            b.ret_void()
+            b.position_at_end(other)
+        b.branch(rest)
         b.position_at_end(rest)
 
     def build_lead(self) -> ir.Function:
@@ -295,8 +316,8 @@ def lead_symbol(mode: Mode, nr: int) -> str:
     return f"vg.bulk.{mode.name}lead.{nr}"
 
 
-def carry_symbol(nr: int, extra: bool) -> str:
-    return f"vg.bulk.enc{'1' if extra else ''}reg.{nr}"
+def carry_symbol(nr: int, extra: bool, one_group: bool = False) -> str:
+    return f"vg.bulk.enc{'1' if extra else ''}reg{'1g' if one_group else ''}.{nr}"
 
 
 def body_symbol(mode: Mode, nr: int) -> str:
@@ -340,6 +361,13 @@ def carries(params: Params) -> bool:
             and max(params.backend.groups) == params.g)
 
 
+def one_group_fn(params: Params) -> bool:
+    """Whether enc has a carried function for one group (`BulkFn.call_carry`): where the
+    carried one seals its masked end first."""
+    return (carries(params) and params.backend.masked and params.variant.tail != "split"
+            and stitched.CARRY_MIN_GROUPS == 1)
+
+
 def build_all(module: ir.Module, params: Params) -> None:
     """Every bulk function plus the nr-dispatching wrappers vg.bulk.<mode>."""
     BulkFn(module, params, HASH, 0).build()
@@ -351,6 +379,9 @@ def build_all(module: ir.Module, params: Params) -> None:
             if mode is ENC and carries(params):  # after ctr: the split tail calls it
                 for extra in (False, True) if params.backend.two_slice else (False,):
                     BulkFn(module, params, ENC, nr, extra=extra, carry=True).build()
+                    if one_group_fn(params):
+                        BulkFn(module, params, ENC, nr, extra=extra, carry=True,
+                               one_group=True).build()
             if mode in aligned_modes(params):
                 BulkFn(module, params, mode, nr, body=True).build()
                 aligned_entry(module, params, mode, nr)
