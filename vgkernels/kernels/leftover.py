@@ -14,11 +14,11 @@ steps can run in any order and the products simply add up, unreduced, in a `Curs
                    loop and read back (`seal_end`); in dec, and in that read-back, an end of
                    at most 16 bytes is one xmm block (`one_block`)
   vectors          u vectors per iteration, then (without masks) the m < u vectors left: in
-                   enc on the AVX backends one straight-line piece picked by m
-                   (`rest_vectors`; after a skewed loop it finishes the group the loop
-                   began, `rest_keystream`), else a loop of one vector per iteration
+                   enc on the AVX backends and in dec on two lanes one straight-line piece
+                   picked by m (`rest_vectors`; after a skewed loop it finishes the group
+                   the loop began, `rest_keystream`), else a loop of one vector per iteration
   blocks           (without masks) one block per iteration; on two lanes at most one, the odd
-                   block, whose keystream enc computes with the partial block's as one ymm
+                   block, whose keystream is computed with the partial block's as one ymm
                    chain, beside the rest vectors' chains (`end_pair`)
   partial block    (without masks) the last n < 16 bytes
   length block     [len(A)]_64 || [len(C)]_64
@@ -292,7 +292,7 @@ class Leftover:
         return out
 
     def end_pair(self, c: Cursor, pair: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """Two lanes, enc: the odd block's and the partial block's keystream from one ymm
+        """Two lanes: the odd block's and the partial block's keystream from one ymm
         chain (counters c.ctr, c.ctr + 1, computed by `rest_vectors`) instead of an xmm
         chain each: lane 0 for the odd block, the partial block's lane 1 after an odd block,
         else lane 0."""
@@ -559,15 +559,19 @@ class Leftover:
             c.ctr = ctr_end
             x = x_len  # else the state went to the masked piece or to the loop's first vector
         else:
-            # the SSE backend: 1-2 KiB 0.96-1.00 but 4-64 KiB 1.01-1.026 (spill slots moved)
-            rest = u > 1 and fn.mode.hashes_output and fn.p.backend.vex
+            # the SSE backend: 1-2 KiB 0.96-1.00 but 4-64 KiB 1.01-1.026 (spill slots moved).
+            # dec on two lanes too: vaes_avx2 open with 5-7 blocks after the groups had cost
+            # 1.05-1.09x seal there; with the pieces 0.92-0.94 of the one-vector loop, 1.5-4
+            # KiB 0.94-0.97, 385 B 1.01 (Zen 4, same run, two stack offsets)
+            rest = u > 1 and fn.p.backend.vex and (
+                fn.mode.hashes_output or (w == 2 and fn.mode.keystream and fn.mode.hashes_input))
             # two lanes: the end pair's chain in the rest's piece (vaes_avx2 seal with an odd
             # or partial block 0.94-0.98, same run); one lane's partial block: 0.97-1.04
             with_end = rest and w == 2 and fn.mode.keystream and not fn.extra
             end_ks = None
             if rest:
                 c, end_ks = self.rest_vectors(c, u, with_end)
-            else:  # dec: straight-line rest pieces moved vaes_avx2's registers, 1-4% slower
+            else:  # dec on one lane: straight-line rest pieces moved its registers
                 c = self.loop_vectors("wide", c, 1)
             wide = c.sums
             one = Cursor(c.j, c.q, c.ctr, narrow, em.lane(c.x, 0) if w > 1 else c.x)
