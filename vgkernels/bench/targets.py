@@ -88,8 +88,11 @@ class Profile:
     confirm_k: int = 21
     confirm_gap_ms: float = 25.0
     # open against seal and the peers; 128, 192 and 288 B fall in vaes_avx512's pieces (and
-    # vaes_avx2's chunks), where open measured 1.08-1.17x seal before its long pieces
-    sweep_sizes: tuple[int, ...] = (16, 64, 128, 192, 256, 288, 1024, 4096, 16384, 65536)
+    # vaes_avx2's chunks), where open measured 1.08-1.17x seal before its long pieces; 752 and
+    # 1104 B end 7 and 5 blocks after vaes_avx2's groups (open 1.05-1.09x seal before its
+    # rest pieces) and in a masked end of one and two groups on vaes_avx512
+    sweep_sizes: tuple[int, ...] = (16, 64, 128, 192, 256, 288, 752, 1024, 1104, 4096, 16384,
+                                    65536)
     record_sizes: tuple[int, ...] = (16, 63, 64, 127, 255, 256, 511, 1023, 4096, 16384)
     sweep_k: int = 11
     aes_chains: tuple[int, ...] = (4, 8, 12, 16)
