@@ -38,6 +38,7 @@ from ..ir.core import i1, i32, i64, i128, zero
 from ..ir.ghash import Parts
 
 if TYPE_CHECKING:
+    from ..ir.core import Emitter
     from .bulk import BulkFn
 
 
@@ -46,6 +47,18 @@ U = 4  # at most this many vectors per iteration of the leftover's loop
 
 def _c(x: int) -> ir.Constant:
     return ir.Constant(i64, x)
+
+
+def by_count(em: Emitter, n: ir.Value, first: int, last: int,
+             arm: Callable[[int], Callable[[], list]], name: str) -> Callable[[], list]:
+    """A branch running ``arm(m)`` for the m in first..last that n equals (``arm(last)`` for
+    any other n): straight-line pieces picked by a count of vectors."""
+    def pick(m: int) -> Callable[[], list]:
+        if m == last:
+            return arm(m)
+        return lambda: em.if_else_values(em.b.icmp_unsigned("==", n, _c(m)), arm(m),
+                                         pick(m + 1), f"{name}{m}")
+    return pick(first)
 
 
 @dataclass
@@ -217,12 +230,8 @@ class Leftover:
                 return [h, ks[m]]
             return go
 
-        def pick(m: int):
-            if m == u - 1:
-                return some(m)
-            return lambda: em.if_else_values(b.icmp_unsigned("==", nv, _c(m)), some(m),
-                                             pick(m + 1), f"rest{m}")
-        out = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), some(0), pick(1), "rest")
+        out = em.if_else_values(b.icmp_unsigned("==", nv, _c(0)), some(0),
+                                by_count(em, nv, 1, u - 1, some, "rest"), "rest")
         return out[0], (out[1] if with_end else None)
 
     def rest_keystream(self, c: Cursor, n: int, name: str) -> list[ir.Value]:
@@ -379,14 +388,9 @@ class Leftover:
             last(fn.keystream(ctr_piece, 1, 1)[0], 0, 1)
             return []
 
-        def pick(m: int):
-            if m == u:
-                return piece(m)
-            return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), piece(m),
-                                             pick(m + 1), f"sealed{m}")
-
         def some():
-            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one, pick(1), "one")
+            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one,
+                                     by_count(em, nvec, 1, u, piece, "sealed"), "one")
         em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), list, some, "sealed")
 
     def end_start(self, c: Cursor, u: int) -> tuple[ir.Value, ir.Value]:
@@ -417,13 +421,8 @@ class Leftover:
         def some(m: int):
             return lambda: fn.keystream(ctr_piece, w, m) + [zero(w)] * (u - m)
 
-        def pick(m: int):
-            if m == u:
-                return some(m)
-            return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), some(m),
-                                             pick(m + 1), f"ks{m}")
         return em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), lambda: [zero(w)] * u,
-                                 pick(1), "ks")
+                                 by_count(em, nvec, 1, u, some, "ks"), "ks")
 
     def one_block(self, jt: ir.Value, n: ir.Value, x: ir.Value, q: ir.Value, ctr: ir.Value
                   ) -> list[ir.Value]:
@@ -501,11 +500,7 @@ class Leftover:
                 return [ctr, acc, fn.f.gh.zero_parts(1)]
             return go
 
-        def pick(m: int):
-            if m == u:
-                return piece(m)
-            return lambda: em.if_else_values(b.icmp_unsigned("==", nvec, _c(m)), piece(m),
-                                             pick(m + 1), f"mtail{m}")
+        pieces = by_count(em, nvec, 1, u, piece, "mtail")
 
         def one():
             ctr, prod = self.one_block(jt, nrem, x_piece, q_piece, ctr_piece)
@@ -520,10 +515,10 @@ class Leftover:
         def some():
             if fn.end_first:
                 return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one_back,
-                                         pick(1), "mone")
+                                         pieces, "mone")
             if not (fn.mode.keystream and fn.mode.hashes_input):
-                return pick(1)()
-            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one, pick(1), "mone")
+                return pieces()
+            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one, pieces, "mone")
         ctr_end, sums, narrow = em.if_else_values(
             b.icmp_unsigned("==", nvec, _c(0)),
             lambda: [ctr_piece, sums, fn.f.gh.zero_parts(1)], some, "mrem")
