@@ -22,6 +22,7 @@ from vgkernels.api import AesGcm
 from vgkernels.backends import BY_NAME
 from vgkernels.kernels.bulk import carries, lead_from
 from vgkernels.kernels.common import Params
+from vgkernels.kernels.leftover import U
 from vgkernels.kernels.stitched import CARRY_MIN_GROUPS
 from vgkernels.variant import Variant
 
@@ -128,7 +129,7 @@ def test_every_end_sealed_beside_the_carried_loop(backend):
     text), against `cryptography`."""
     be = BY_NAME[backend]
     g = Variant().resolved(be).group
-    span = 16 * 16  # the end: at most U = 4 vectors of W = 4 blocks
+    span = 16 * U * be.width  # the end: fewer than U vectors (and a partial block)
     r = rng("sealed-end", backend)
     key, nonce, aad = rbytes(r, 16), rbytes(r, 12), rbytes(r, 13)
     a = AesGcm(key, backend=backend)

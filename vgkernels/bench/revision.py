@@ -136,7 +136,6 @@ class _BaseBuilder(Builder):
         return super().ctx(spec)
 
 
-
 def load_base(dump: dict[str, object]) -> dict[str, Kernels]:
     """Compile and load the base tree's kernels (through this tree's jit and its disk cache)."""
     out = {}

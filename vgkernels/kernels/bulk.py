@@ -32,7 +32,7 @@ from ..ir import ctr as ctrs
 from ..ir.core import i1, i64, ptr, void, zero
 from . import frames, stitched
 from .common import NR, Fn, Params, one_block_wide
-from .leftover import Leftover
+from .leftover import Leftover, seal_end
 from .modes import CTR, DEC, ENC, HASH, MODES, Mode
 
 
@@ -76,10 +76,8 @@ class BulkFn:
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
         # the carried function for one group: no loop (`call_carry`)
         self.one_group = one_group
-        # the masked end sealed beside the loop, hashed from the output (`Leftover.seal_end`)
-        self.end_first = (carry and not one_group and mode is ENC
-                          and params.backend.masked and params.w > 1
-                          and params.variant.tail != "split")
+        # the masked end sealed beside the loop, hashed from the output (`leftover.seal_end`)
+        self.end_first = carry and not one_group and seals_end_first(params)
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
@@ -205,7 +203,7 @@ class BulkFn:
 
         def skipped() -> list:
             if self.end_first:  # else after group 0 (`stitched.enc_region`)
-                Leftover.seal_end(self, ctr)
+                seal_end(self, ctr)
             return [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun]
         i, s, c, self.pending_vectors, self.begun = em.if_else_values(
             enter, region, skipped, "region")
@@ -252,13 +250,13 @@ class BulkFn:
         and seal 512 B-4 KiB measured 4-6% faster than the same loop inline (Zen 5; 16-64
         KiB the same).  Below two groups the loop does not run and a function without it
         (``one_group``) takes the call: there the masked end is not sealed first, whose
-        read-back would follow its store too closely (`Leftover.seal_end`).  Left here: what
+        read-back would follow its store too closely (`leftover.seal_end`).  Left here: what
         is shorter than a group."""
         b, g = self.b, self.p.g
         rest = b.append_basic_block("short")
         # (function, from how many bytes), longest first
         arms = [(carry_symbol(self.nr, self.extra), 16 * stitched.CARRY_MIN_GROUPS * g)]
-        if one_group_fn(self.p):
+        if seals_end_first(self.p):
             arms = [(carry_symbol(self.nr, self.extra), 32 * g),
                     (carry_symbol(self.nr, self.extra, one_group=True), 16 * g)]
         for sym, least in arms:
@@ -361,9 +359,10 @@ def carries(params: Params) -> bool:
             and max(params.backend.groups) == params.g)
 
 
-def one_group_fn(params: Params) -> bool:
-    """Whether enc has a carried function for one group (`BulkFn.call_carry`): where the
-    carried one seals its masked end first."""
+def seals_end_first(params: Params) -> bool:
+    """Whether enc's carried function seals its masked end beside its loop (`BulkFn.end_first`;
+    the split tail's end is not where it could know it), with a function for one group beside
+    it (`BulkFn.call_carry`)."""
     return (carries(params) and params.backend.masked and params.variant.tail != "split"
             and stitched.CARRY_MIN_GROUPS == 1)
 
@@ -379,7 +378,7 @@ def build_all(module: ir.Module, params: Params) -> None:
             if mode is ENC and carries(params):  # after ctr: the split tail calls it
                 for extra in (False, True) if params.backend.two_slice else (False,):
                     BulkFn(module, params, ENC, nr, extra=extra, carry=True).build()
-                    if one_group_fn(params):
+                    if seals_end_first(params):
                         BulkFn(module, params, ENC, nr, extra=extra, carry=True,
                                one_group=True).build()
             if mode in aligned_modes(params):

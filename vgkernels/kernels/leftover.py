@@ -61,6 +61,55 @@ def by_count(em: Emitter, n: ir.Value, first: int, last: int,
     return pick(first)
 
 
+def seal_end(fn: BulkFn, ctr: ir.Value) -> None:
+    """enc's masked end sealed beside the carried loop (`BulkFn.end_first`: emitted after
+    group 0, so its AES chains fill gaps in the loop's pipes).  After the loop, its chains
+    came after everything else: a flat 7-9 ns for having an end at all (Zen 4).  The
+    ciphertext waits in the output, and `masked_end` hashes it from there, a loop iteration
+    or more later (a masked store does not forward to a load: read back with no loop
+    between, as in one group, seal measured 1-4% slower than sealing at the end).  The
+    loop takes every whole group, so the end starts at the last multiple of U vectors,
+    known here.  In place is safe: the end's bytes are read before they are written and
+    nothing else reads them; an output partly overlapping the input is not allowed."""
+    em, b, w = fn.em, fn.b, fn.p.w
+    u = min(fn.p.v, U)
+    assert fn.p.g % (u * w) == 0, "the loop must stop on a multiple of the end's span"
+    jt = b.and_(b.lshr(fn.nbytes, _c(4)), _c(-u * w))
+    nrem_in = b.sub(fn.nbytes, b.shl(jt, _c(4)))
+    nrem = b.add(nrem_in, _c(1)) if fn.extra else nrem_in  # the extra byte ends the text
+    vb = 16 * w
+    nvec = b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
+    ctr_piece = ctrs.add(em, ctr, b.trunc(jt, i32))
+    src = em.gep(fn.inp, b.shl(jt, _c(4)))
+    dst = em.gep(fn.out, b.shl(jt, _c(4)))
+
+    def last(ks: ir.Value, at: int, width: int) -> None:
+        """The end's last vector (of `width` blocks, `at` bytes in), masked."""
+        n = b.sub(nrem_in, _c(at))
+        d, mask = partial.masked_load(em, em.gep(src, at), n, width)
+        if fn.extra:
+            d, mask = partial.insert_byte(em, d, mask, n, fn.extra_byte, width)
+        partial.masked_store(em, em.gep(dst, at), b.xor(d, ks), mask, width)
+
+    def piece(m: int):
+        def go():
+            ks = fn.keystream(ctr_piece, w, m)
+            for t in range(m - 1):
+                em.store(b.xor(em.load(src, t * vb, w), ks[t]), dst, t * vb)
+            last(ks[-1], (m - 1) * vb, w)
+            return []
+        return go
+
+    def one():  # at most a block: one xmm chain, a quarter of a zmm one's AES work
+        last(fn.keystream(ctr_piece, 1, 1)[0], 0, 1)
+        return []
+
+    def some():
+        return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one,
+                                 by_count(em, nvec, 1, u, piece, "sealed"), "one")
+    em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), list, some, "sealed")
+
+
 @dataclass
 class Cursor:
     """Where the leftover stands; a loop or a branch carries it whole."""
@@ -343,55 +392,6 @@ class Leftover:
             return [here.ctr, here.sums, here.x]
         ctr, sums, x = em.if_else_values(self.has_p, go, lambda: [c.ctr, c.sums, c.x], "part")
         return Cursor(c.j, c.q, ctr, sums, x)
-
-    @staticmethod
-    def seal_end(fn: BulkFn, ctr: ir.Value) -> None:
-        """enc's masked end sealed beside the carried loop (`BulkFn.end_first`; emitted after
-        group 0, so its AES chains fill gaps in the loop's pipes).  After the loop, its chains
-        came after everything else: a flat 7-9 ns for having an end at all (Zen 4).  The
-        ciphertext waits in the output, and `masked_end` hashes it from there, a loop iteration
-        or more later (a masked store does not forward to a load: read back with no loop
-        between, as in one group, seal measured 1-4% slower than sealing at the end).  The
-        loop takes every whole group, so the end starts at the last multiple of U vectors,
-        known here.  In place is safe: the end's bytes are read before they are written and
-        nothing else reads them; an output partly overlapping the input is not allowed."""
-        em, b, w = fn.em, fn.b, fn.p.w
-        u = min(fn.p.v, U)
-        assert fn.p.g % (u * w) == 0, "the loop must stop on a multiple of the end's span"
-        jt = b.and_(b.lshr(fn.nbytes, _c(4)), _c(-u * w))
-        nrem_in = b.sub(fn.nbytes, b.shl(jt, _c(4)))
-        nrem = b.add(nrem_in, _c(1)) if fn.extra else nrem_in  # the extra byte ends the text
-        vb = 16 * w
-        nvec = b.udiv(b.add(nrem, _c(vb - 1)), _c(vb))
-        ctr_piece = ctrs.add(em, ctr, b.trunc(jt, i32))
-        src = em.gep(fn.inp, b.shl(jt, _c(4)))
-        dst = em.gep(fn.out, b.shl(jt, _c(4)))
-
-        def last(ks: ir.Value, at: int, width: int) -> None:
-            """The end's last vector (of `width` blocks, `at` bytes in), masked."""
-            n = b.sub(nrem_in, _c(at))
-            d, mask = partial.masked_load(em, em.gep(src, at), n, width)
-            if fn.extra:
-                d, mask = partial.insert_byte(em, d, mask, n, fn.extra_byte, width)
-            partial.masked_store(em, em.gep(dst, at), b.xor(d, ks), mask, width)
-
-        def piece(m: int):
-            def go():
-                ks = fn.keystream(ctr_piece, w, m)
-                for t in range(m - 1):
-                    em.store(b.xor(em.load(src, t * vb, w), ks[t]), dst, t * vb)
-                last(ks[-1], (m - 1) * vb, w)
-                return []
-            return go
-
-        def one():  # at most a block: one xmm chain, a quarter of a zmm one's AES work
-            last(fn.keystream(ctr_piece, 1, 1)[0], 0, 1)
-            return []
-
-        def some():
-            return em.if_else_values(b.icmp_unsigned("<=", nrem, _c(16)), one,
-                                     by_count(em, nvec, 1, u, piece, "sealed"), "one")
-        em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), list, some, "sealed")
 
     def end_start(self, c: Cursor, u: int) -> tuple[ir.Value, ir.Value]:
         """(jt, nloop): where the u-vector loop will stop, and the blocks it takes."""

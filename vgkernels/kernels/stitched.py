@@ -33,7 +33,7 @@ from ..ir import aes
 from ..ir import ctr as ctrs
 from ..ir.core import const_vec, dvec, i32, i64, vec
 from ..ir.ghash import Parts
-from .leftover import Leftover
+from .leftover import seal_end
 
 if TYPE_CHECKING:
     from .bulk import BulkFn
@@ -327,8 +327,8 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     s1, st1 = stitched_group(fn, zero_i, s0, blocks0, None, None, nxt1 if skewed else None,
                              outputs=out0)
     c1 = ctrs.add(em, ctr, g)
-    if fn.end_first:  # its AES chains beside the loop's (`Leftover.seal_end`)
-        Leftover.seal_end(fn, ctr)
+    if fn.end_first:  # its AES chains beside the loop's (`leftover.seal_end`)
+        seal_end(fn, ctr)
 
     if fn.one_group:  # called below two groups (`BulkFn.call_carry`): group 0 is pending
         fn.pending_vectors = out0[:carried_vectors(fn)]
