@@ -67,7 +67,9 @@ MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
 CHUNK_BLOCKS = {"sse": 160, "avx": 40}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
-RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_blocks)
+RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_pieces)
+# vaes_avx512: records of these block counts take the stitched record path (record_stitched)
+RECORD_STITCHED = (15, 16)
 MASKED_PIECES = {ENC: 19, DEC: 19}  # vaes_avx512: pieces up to 304 bytes (piece_blocks)
 LONG_OPEN = 12  # blocks: vaes_avx512's open pieces from here in vg.short.dec.long (long_opens)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
@@ -194,7 +196,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     9-16 block pieces other registers: 144 B 7% slower).
 
     ``long_only`` (with ``extra``): vg.short.enc.byte.long, the pieces past SHORT_BLOCKS only,
-    where piece_blocks allows them: records of 129 .. 16 * record_blocks bytes, in their own
+    where piece_blocks allows them: records of 129 .. 16 * record_pieces bytes, in their own
     function so vg.short.enc.byte's 0..8-block pieces keep their registers.  Without ``extra``
     (`long_opens`): vg.short.dec.long, open's pieces from LONG_OPEN blocks, which the caller
     picks by the length (`call`); vg.short.dec keeps the shorter ones."""
@@ -245,7 +247,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     lens = b.insert_element(zero(1), b.shl(ln, c(3)), ir.Constant(i32, 0))
     lens = b.insert_element(lens, b.shl(al, c(3)), ir.Constant(i32, 1))
     nblk = b.lshr(b.add(ln, c(15)), c(4))
-    pieces = (SHORT_BLOCKS if not long_only else record_blocks(params)) if extra \
+    pieces = (SHORT_BLOCKS if not long_only else record_pieces(params)) if extra \
         else piece_blocks(params.backend, mode)
     first = SHORT_BLOCKS + 1 if long_only else 0
     long_open = not extra and long_opens(params.backend, mode)
@@ -429,7 +431,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         swm = b.switch(nblk, fail)
         entry, phis = b.block, {}
         if longer is not None:
-            for m in range(SHORT_BLOCKS + 1, record_blocks(params) + 1):
+            for m in range(SHORT_BLOCKS + 1, record_pieces(params) + 1):
                 swm.add_case(ir.Constant(i64, m), longer)
         for m in range(first, pieces + 1):
             if tail_only and not 1 <= m <= MEDIUM_BLOCKS - CHUNK:
@@ -514,10 +516,12 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
 
 
 def build_record_copy(module: ir.Module, params: Params) -> None:
-    """vg.short.enc.copy, vg.short.enc.byte's arguments, where the medium path exists: the
-    piece (len0 > 16 * SHORT_BLOCKS - 1 bytes) and the byte copied into the output, then
-    vg.short.enc there.  The medium path has no record form; the stitched record path measured
-    1.10-1.18x copy + in-place seal at 129-255 B.  Its own function, so vg.short.enc.byte's
+    """vg.short.enc.copy, vg.short.enc.byte's arguments, for the records past record_pieces
+    blocks: the piece (len0 >= 16 * record_pieces bytes) and the byte copied into the output,
+    then vg.short.enc there.  The medium path has no record form; the stitched record path
+    measured 1.10-1.18x copy + in-place seal at 129-255 B (vaes_avx2).  On vaes_avx512, past
+    the pieces with the byte (RECORD_PIECES), this copy and pieces with the byte up to 19
+    blocks measured the same (Zen 4, same run).  Its own function, so vg.short.enc.byte's
     code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B)."""
     f = Fn(module, params, RECORD_COPY, vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64, i8, i64])
     f.fn.attributes.add("noinline")
@@ -535,16 +539,17 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
 
 def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
     """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
-    fits(..., record_blocks); past SHORT_BLOCKS, where the medium path exists,
-    vg.short.enc.copy (the same arguments) instead.  (Where the pieces go further,
-    piece_blocks, vg.short.enc.byte hands those sizes to vg.short.enc.byte.long itself.)"""
+    fits(..., record_blocks); past record_pieces blocks, vg.short.enc.copy (the same
+    arguments) instead.  (Where the pieces go further than SHORT_BLOCKS, vg.short.enc.byte
+    hands those sizes to vg.short.enc.byte.long itself.)"""
     em, b = fn.em, fn.b
     module = b.module
     record = module.globals[symbol(ENC, extra=True)]
-    if medium_blocks(fn.params) <= SHORT_BLOCKS or piece_blocks(fn.params.backend) > SHORT_BLOCKS:
+    upto = record_pieces(fn.params)
+    if record_blocks(fn.params) <= upto:
         return b.call(record, args)
     (t,) = em.if_else_values(
-        b.icmp_unsigned(">", total, ir.Constant(i64, 16 * SHORT_BLOCKS)),
+        b.icmp_unsigned(">", total, ir.Constant(i64, 16 * upto)),
         lambda: [b.call(module.globals[RECORD_COPY], args)],
         lambda: [b.call(record, args)], "medium")
     return t
@@ -594,16 +599,48 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
 
 def record_blocks(params: Params) -> int:
     """The most blocks of text a record (a piece, then a byte) takes through the short path:
-    medium_blocks, but RECORD_PIECES where the pieces go further than SHORT_BLOCKS: records of
-    13-16 blocks measured 1.05-1.2x the stitched record path (Zen 4), 9-12 blocks 0.87-0.97x."""
+    medium_blocks; the records past record_pieces are copied into the output and sealed there
+    (vg.short.enc.copy)."""
+    return medium_blocks(params)
+
+
+def record_stitched(params: Params) -> tuple[int, int] | None:
+    """Block counts within record_blocks whose records the stitched record path takes instead
+    (None: none).  vaes_avx512, same run, Zen 4 (design notes, "Zen 4, sixteenth session"):
+    its stitched path costs a flat 35.8 ns for one group of 13-16 blocks and 44.9 ns for
+    the group and a masked end (17-19 blocks); copy + pieces cost 33.1-35.0 ns at 13-14 blocks,
+    37.0-37.7 at 15-16 and 38.6-40.8 at 17-19."""
+    return RECORD_STITCHED if params.backend.masked and record_blocks(params) > record_pieces(
+        params) else None
+
+
+def fits_record(b: ir.IRBuilder, params: Params, nl: ir.Value, al: ir.Value,
+                total: ir.Value) -> ir.Value:
+    """Whether a record of ``total`` bytes takes the short path (call_record): fits within
+    record_blocks, outside record_stitched; lengths only: public."""
+    ok = fits(b, nl, al, total, record_blocks(params))
+    if (r := record_stitched(params)) is None:
+        return ok
+    c = lambda x: ir.Constant(i64, x)  # noqa: E731
+    # total - 16 * (lo - 1) - 1 < 16 * (hi - lo + 1): lo..hi blocks, one unsigned compare
+    inside = b.icmp_unsigned("<", b.sub(total, c(16 * (r[0] - 1) + 1)), c(16 * (r[1] - r[0] + 1)))
+    return b.and_(ok, b.not_(inside))
+
+
+def record_pieces(params: Params) -> int:
+    """The most blocks of text a record takes through pieces with the byte by value
+    (vg.short.enc.byte and .long): SHORT_BLOCKS, but RECORD_PIECES where the pieces go further
+    (vaes_avx512): there records of 9-12 blocks through pieces with the byte measured 0.87-0.97x
+    the stitched record path (Zen 4); past 12 blocks, pieces with the byte measured the same as
+    the copy into the output and seal's pieces (vg.short.enc.copy), which costs less code."""
     if piece_blocks(params.backend) > SHORT_BLOCKS:
         return min(RECORD_PIECES, piece_blocks(params.backend))
-    return medium_blocks(params)
+    return SHORT_BLOCKS
 
 
 def long_records(params: Params) -> bool:
     """Whether records past SHORT_BLOCKS have pieces of their own, vg.short.enc.byte.long."""
-    return piece_blocks(params.backend) > SHORT_BLOCKS and record_blocks(params) > SHORT_BLOCKS
+    return record_pieces(params) > SHORT_BLOCKS
 
 
 def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
@@ -752,7 +789,7 @@ def build_all(module: ir.Module, params: Params) -> None:
     if long_records(params):  # first: vg.short.enc.byte calls it
         build_short(module, params, ENC, extra=True, long_only=True)
     build_short(module, params, ENC, extra=True)
-    if piece_blocks(params.backend) <= SHORT_BLOCKS < medium_blocks(params):
+    if record_pieces(params) < record_blocks(params):
         build_record_copy(module, params)
 
 
@@ -764,5 +801,6 @@ def placed_last(params: Params) -> list[str]:
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
-           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks",
-           "placed_last", "record_blocks", "separate_medium", "symbol", "with_byte"]
+           "chunk_blocks", "fits", "fits_record", "medium_blocks", "nonce_block", "piece_blocks",
+           "placed_last", "record_blocks", "record_pieces", "record_stitched", "separate_medium",
+           "symbol", "with_byte"]
