@@ -220,13 +220,17 @@ def build_record(module: ir.Module, params: Params) -> None:
     total = b.add(n0, n1)
     e.guard(b.or_(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT)),
                   b.icmp_unsigned(">", total, _c(MAX_PLAINTEXT))), abi.RC_TEXT_TOO_LONG)
-    with b.if_then(short.fits_record(b, params, nl, al, total)):
+    stitched = b.append_basic_block("stitched")
+    with b.if_then(short.fits(b, nl, al, total, short.record_blocks(params))):
         (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
                                     lambda: [em.load_int(p1, 0, i8)],
                                     lambda: [ir.Constant(i8, 0)], "sbyte")
-        t = short.call_record(e.f, [ctx, nonce, aad, al, p0, out, n0, byte, n1], total)
+        t = short.call_record(e.f, [ctx, nonce, aad, al, p0, out, n0, byte, n1], total,
+                              stitched)
         em.store(t, tag, 0)
         _ret(b, abi.RC_OK)
+    b.branch(stitched)
+    b.position_at_end(stitched)
     io, ej0 = e.start(ctx, nonce, nl, aad, al)
     e.length_block(io, total, al)
     seal_with_byte(e, ctx, io, p0, n0, p1, n1, out, e.pub_ctr(nl))

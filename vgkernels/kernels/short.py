@@ -537,21 +537,32 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     b.ret(b.call(module.globals[symbol(ENC, medium=separate_medium(params))], args, tail=True))
 
 
-def call_record(fn: Fn, args: list, total: ir.Value) -> ir.Value:
+def call_record(fn: Fn, args: list, total: ir.Value, stitched: ir.Block) -> ir.Value:
     """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
     fits(..., record_blocks); past record_pieces blocks, vg.short.enc.copy (the same
-    arguments) instead.  (Where the pieces go further than SHORT_BLOCKS, vg.short.enc.byte
-    hands those sizes to vg.short.enc.byte.long itself.)"""
+    arguments) instead, or a branch to ``stitched`` (the stitched record path) for the block
+    counts of record_stitched: that check only past the pieces, so the records the pieces take
+    see no more than one length compare.  (Where the pieces go further than SHORT_BLOCKS,
+    vg.short.enc.byte hands those sizes to vg.short.enc.byte.long itself.)"""
     em, b = fn.em, fn.b
     module = b.module
     record = module.globals[symbol(ENC, extra=True)]
     upto = record_pieces(fn.params)
     if record_blocks(fn.params) <= upto:
         return b.call(record, args)
-    (t,) = em.if_else_values(
-        b.icmp_unsigned(">", total, ir.Constant(i64, 16 * upto)),
-        lambda: [b.call(module.globals[RECORD_COPY], args)],
-        lambda: [b.call(record, args)], "medium")
+
+    def copied() -> list[ir.Value]:
+        if (r := record_stitched(fn.params)) is not None:
+            c = lambda x: ir.Constant(i64, x)  # noqa: E731
+            # total - 16 * (lo - 1) - 1 < 16 * (hi - lo + 1): lo..hi blocks, one compare
+            inside = b.icmp_unsigned("<", b.sub(total, c(16 * (r[0] - 1) + 1)),
+                                     c(16 * (r[1] - r[0] + 1)))
+            go_on = b.append_basic_block("rcopy.go")
+            b.cbranch(inside, stitched, go_on)
+            b.position_at_end(go_on)
+        return [b.call(module.globals[RECORD_COPY], args)]
+    (t,) = em.if_else_values(b.icmp_unsigned(">", total, ir.Constant(i64, 16 * upto)),
+                             copied, lambda: [b.call(record, args)], "medium")
     return t
 
 
@@ -612,19 +623,6 @@ def record_stitched(params: Params) -> tuple[int, int] | None:
     37.0-37.7 at 15-16 and 38.6-40.8 at 17-19."""
     return RECORD_STITCHED if params.backend.masked and record_blocks(params) > record_pieces(
         params) else None
-
-
-def fits_record(b: ir.IRBuilder, params: Params, nl: ir.Value, al: ir.Value,
-                total: ir.Value) -> ir.Value:
-    """Whether a record of ``total`` bytes takes the short path (call_record): fits within
-    record_blocks, outside record_stitched; lengths only: public."""
-    ok = fits(b, nl, al, total, record_blocks(params))
-    if (r := record_stitched(params)) is None:
-        return ok
-    c = lambda x: ir.Constant(i64, x)  # noqa: E731
-    # total - 16 * (lo - 1) - 1 < 16 * (hi - lo + 1): lo..hi blocks, one unsigned compare
-    inside = b.icmp_unsigned("<", b.sub(total, c(16 * (r[0] - 1) + 1)), c(16 * (r[1] - r[0] + 1)))
-    return b.and_(ok, b.not_(inside))
 
 
 def record_pieces(params: Params) -> int:
@@ -796,11 +794,14 @@ def build_all(module: ir.Module, params: Params) -> None:
 def placed_last(params: Params) -> list[str]:
     """The functions `module.generate` moves to the end of the module: the VAES chunks, so
     adding them moved no function before them (a function added mid-module moved open at
-    257-367 B by 4-10% with its code unchanged, Zen 3: design notes)."""
-    return [symbol(m, chunks=True) for m in (ENC, DEC) if chunks_inside(params, m)]
+    257-367 B by 4-10% with its code unchanged, Zen 3: design notes); and vg.short.enc.copy
+    where it came after the medium path's backends, on vaes_avx512 (mid-module it moved the
+    entries: gather and two-slice with 1-1.1 KiB records 1.04-1.06x, their code unchanged)."""
+    last = [symbol(m, chunks=True) for m in (ENC, DEC) if chunks_inside(params, m)]
+    return last + ([RECORD_COPY] if params.backend.masked and record_stitched(params) else [])
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
-           "chunk_blocks", "fits", "fits_record", "medium_blocks", "nonce_block", "piece_blocks",
+           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks",
            "placed_last", "record_blocks", "record_pieces", "record_stitched", "separate_medium",
            "symbol", "with_byte"]
