@@ -56,7 +56,7 @@ class BulkFn:
 
     def __init__(self, module: ir.Module, params: Params, mode: Mode, nr: int,
                  extra: bool = False, lead: bool = False, carry: bool = False,
-                 body: bool = False, one_group: bool = False):
+                 body: bool = False, one_group: bool = False, one_end: bool = False):
         """``extra``: the two-slice form: one more byte, passed by value, follows the nbytes of
         ``in``; the final (masked or partial) block takes it, so the last block of a TLS record
         (payload, then the content-type byte) needs no separate call and no extra reduction."""
@@ -67,18 +67,23 @@ class BulkFn:
         # W - 1 blocks into the zero padding.
         assert 2 * g + 1 <= abi.CTX_NPOW, f"group {g}: CTX_NPOW {abi.CTX_NPOW} < 2G + 1"
         assert w - 1 <= abi.CTX_POWER_PAD, f"width {w}: CTX_POWER_PAD < W - 1"
-        name = (lead_symbol(mode, nr) if lead else carry_symbol(nr, extra, one_group) if carry
+        name = (lead_symbol(mode, nr) if lead
+                else carry_symbol(nr, extra, one_group or one_end, one_end) if carry
                 else body_symbol(mode, nr) if body else mode.symbol(nr, extra))
         # called through `frames.aligned_call`: six arguments, all in registers (`packed_args`)
         self.packed = body or (carry and not extra)
         types = mode.arg_types(extra)
         self.f = Fn(module, params, name, void, types[:5] + [i64] if self.packed else types)
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
-        # the carried function for one group: no loop (`call_carry`)
-        self.one_group = one_group
+        # the carried function for one group: no loop (`call_carry`); ``one_end``: for one
+        # group and a masked end of one vector (`stitched._enc_one_group`)
+        self.one_group = one_group or one_end
+        self.one_end = one_end
         # the masked end sealed beside the loop, hashed from the output (`leftover.seal_end`)
-        self.end_first = carry and not one_group and seals_end_first(params)
+        self.end_first = carry and not self.one_group and seals_end_first(params)
         self.pending_vectors: list[ir.Value] = []  # the pending group as values, if held
+        # ``one_end``: the masked end's keystream, from beside group 0
+        self.end_ks: list[ir.Value] = []
         # a skewed enc loop's last iteration began the rounds of the group after it, whose
         # counters are the leftover's: the leftover finishes them (`Leftover.rest_keystream`)
         self.begun: list[ir.Value] = []
@@ -178,6 +183,9 @@ class BulkFn:
 
     def build(self) -> ir.Function:
         em, b, w, g, mode = self.em, self.b, self.p.w, self.p.g, self.mode
+        if self.one_end:  # what `call_carry` passes: LLVM drops the paths for other lengths
+            assume = em.intrinsic("llvm.assume", void, [i1])
+            b.call(assume, [stitched.one_end_vector(self)])
         y = em.load(self.io, 0)
         ctr = em.load(self.io, 16)
         nb = b.lshr(self.nbytes, _c(4))
@@ -196,16 +204,18 @@ class BulkFn:
         nheld = stitched.carried_vectors(self) if self.carry else 0
         nbegun = self.p.v if mode is ENC and self.skew and not self.carry else 0
 
+        nside = 1 if self.one_end else 0  # `stitched._enc_one_group`
+
         def region() -> list:
             out = mode.region(self, end, s0, ctr)
             assert len(self.pending_vectors) == nheld and len(self.begun) == nbegun
-            return [*out, self.pending_vectors, self.begun]
+            return [*out, self.pending_vectors, self.begun, self.end_ks[:nside]]
 
         def skipped() -> list:
             if self.end_first:  # else after group 0 (`stitched.enc_region`)
                 seal_end(self, ctr)
-            return [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun]
-        i, s, c, self.pending_vectors, self.begun = em.if_else_values(
+            return [_c(0), s0, ctr, [zero(w)] * nheld, [zero(w)] * nbegun, [zero(w)] * nside]
+        i, s, c, self.pending_vectors, self.begun, self.end_ks = em.if_else_values(
             enter, region, skipped, "region")
         pending = enter if mode.stitched else None
         if split:
@@ -257,7 +267,13 @@ class BulkFn:
         # (function, from how many bytes), longest first
         arms = [(carry_symbol(self.nr, self.extra), 16 * stitched.CARRY_MIN_GROUPS * g)]
         if seals_end_first(self.p):
+            # a group and at most one vector (with the record form's byte): the function with
+            # that vector's AES beside group 0 (`stitched._enc_one_group`)
+            one = 16 * (g + self.p.w) + (0 if self.extra else 1)  # the first length past it
             arms = [(carry_symbol(self.nr, self.extra), 32 * g),
+                    (carry_symbol(self.nr, self.extra, one_group=True), one),
+                    (carry_symbol(self.nr, self.extra, True, one_end=True),
+                     16 * g + (0 if self.extra else 1)),
                     (carry_symbol(self.nr, self.extra, one_group=True), 16 * g)]
         for sym, least in arms:
             go, other = b.append_basic_block("carry"), b.append_basic_block("fewer")
@@ -314,8 +330,18 @@ def lead_symbol(mode: Mode, nr: int) -> str:
     return f"vg.bulk.{mode.name}lead.{nr}"
 
 
-def carry_symbol(nr: int, extra: bool, one_group: bool = False) -> str:
-    return f"vg.bulk.enc{'1' if extra else ''}reg{'1g' if one_group else ''}.{nr}"
+def carry_symbol(nr: int, extra: bool, one_group: bool = False, one_end: bool = False) -> str:
+    return (f"vg.bulk.enc{'1' if extra else ''}reg{'1g' if one_group else ''}"
+            f"{'e' if one_end else ''}.{nr}")
+
+
+def placed_last(params: Params) -> list[str]:
+    """The functions `module.generate` moves to the end of the module: the one-group
+    functions with one end vector, so adding them moved no function before them."""
+    if not seals_end_first(params):
+        return []
+    extras = (False, True) if params.backend.two_slice else (False,)
+    return [carry_symbol(nr, x, True, one_end=True) for nr in NR for x in extras]
 
 
 def body_symbol(mode: Mode, nr: int) -> str:
@@ -381,6 +407,8 @@ def build_all(module: ir.Module, params: Params) -> None:
                     if seals_end_first(params):
                         BulkFn(module, params, ENC, nr, extra=extra, carry=True,
                                one_group=True).build()
+                        BulkFn(module, params, ENC, nr, extra=extra, carry=True,
+                               one_end=True).build()
             if mode in aligned_modes(params):
                 BulkFn(module, params, mode, nr, body=True).build()
                 aligned_entry(module, params, mode, nr)
@@ -399,4 +427,4 @@ def build_all(module: ir.Module, params: Params) -> None:
         f.b.ret_void()
 
 
-__all__ = ["MODES", "BulkFn", "build_all"]
+__all__ = ["MODES", "BulkFn", "build_all", "placed_last"]

@@ -413,16 +413,24 @@ class Leftover:
     def end_keystream(self, c: Cursor, u: int) -> list[ir.Value]:
         """The masked end's keystream, u vectors (zero past its own m): independent AES
         chains, all in flight at once."""
-        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        em, b, w = self.em, self.b, self.fn.p.w
         _, nloop = self.end_start(c, u)
         ctr_piece = ctrs.add(em, c.ctr, b.trunc(nloop, i32))
         nvec = self.end_vectors(c, u)
 
         def some(m: int):
-            return lambda: fn.keystream(ctr_piece, w, m) + [zero(w)] * (u - m)
+            return lambda: self.piece_keystream(ctr_piece, m) + [zero(w)] * (u - m)
 
         return em.if_else_values(b.icmp_unsigned("==", nvec, _c(0)), lambda: [zero(w)] * u,
                                  by_count(em, nvec, 1, u, some, "ks"), "ks")
+
+    def piece_keystream(self, ctr: ir.Value, m: int) -> list[ir.Value]:
+        """The masked end's keystream, m vectors from ctr; in the one-group function for an
+        end of one vector, from beside group 0 (`stitched._enc_one_group`)."""
+        fn, w = self.fn, self.fn.p.w
+        if fn.end_ks:  # m > 1 is not reached there (the function's assume): dropped by LLVM
+            return list(fn.end_ks) + fn.keystream(ctrs.add(self.em, ctr, w), w, m - 1)
+        return fn.keystream(ctr, w, m)
 
     def one_block(self, jt: ir.Value, n: ir.Value, x: ir.Value, q: ir.Value, ctr: ir.Value
                   ) -> list[ir.Value]:
@@ -479,7 +487,7 @@ class Leftover:
                     n_out = b.add(last_n, _c(1)) if fn.extra else last_n
                     outs.append(partial.masked_load(em, em.gep(dst, (m - 1) * vb), n_out, w)[0])
                 elif fn.mode.keystream:
-                    ks = fn.keystream(ctr_piece, w, m) if self.ks is None else self.ks[:m]
+                    ks = self.piece_keystream(ctr_piece, m) if self.ks is None else self.ks[:m]
                     outs = [b.xor(x, k) for x, k in zip(data, ks, strict=True)]
                     for t in range(m - 1):
                         em.store(outs[t], dst, t * vb)

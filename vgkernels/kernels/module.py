@@ -37,7 +37,7 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
     stream.build_stream(module, params)
     if backend.two_slice:
         entries.build_two_slice(module, params)
-    for name in short.placed_last(params):
+    for name in short.placed_last(params) + bulk.placed_last(params):
         module.globals[name] = module.globals.pop(name)
     return prefix, aligned(str(module))
 
