@@ -520,8 +520,9 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     blocks: the piece (len0 >= 16 * record_pieces bytes) and the byte copied into the output,
     then vg.short.enc there.  The medium path has no record form; the stitched record path
     measured 1.10-1.18x copy + in-place seal at 129-255 B (vaes_avx2).  On vaes_avx512, past
-    the pieces with the byte (RECORD_PIECES), this copy and pieces with the byte up to 19
-    blocks measured the same (Zen 4, same run).  Its own function, so vg.short.enc.byte's
+    the pieces with the byte (RECORD_PIECES), pieces with the byte up to 19 blocks instead
+    measured 1.01-1.07x this copy at 13-16 blocks and the same at 17-19, with 2.8 times the
+    code (Zen 4, same run).  Its own function, so vg.short.enc.byte's
     code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B)."""
     f = Fn(module, params, RECORD_COPY, vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64, i8, i64])
     f.fn.attributes.add("noinline")
@@ -629,8 +630,8 @@ def record_pieces(params: Params) -> int:
     """The most blocks of text a record takes through pieces with the byte by value
     (vg.short.enc.byte and .long): SHORT_BLOCKS, but RECORD_PIECES where the pieces go further
     (vaes_avx512): there records of 9-12 blocks through pieces with the byte measured 0.87-0.97x
-    the stitched record path (Zen 4); past 12 blocks, pieces with the byte measured the same as
-    the copy into the output and seal's pieces (vg.short.enc.copy), which costs less code."""
+    the stitched record path (Zen 4); past 12 blocks, the copy into the output and seal's
+    pieces (vg.short.enc.copy) measured as fast or faster (build_record_copy)."""
     if piece_blocks(params.backend) > SHORT_BLOCKS:
         return min(RECORD_PIECES, piece_blocks(params.backend))
     return SHORT_BLOCKS
