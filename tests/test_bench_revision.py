@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -137,3 +138,19 @@ def test_shift_moves_the_stream_buffers_only():
     be = next(b.name for b in sorted(usable(), key=lambda b: -b.rank))
     case = Builder(get_driver(), shift=5).build(CaseSpec("seal", 1000, be))
     assert case.label["n"] == 1000
+
+
+def test_a_shadowed_experiment_tree_is_said(tmp_path, monkeypatch):
+    """An experiment copy on PYTHONPATH that this process did not import (run from a
+    repository with python -m, the repository's own tree comes first) is warned about; the
+    imported tree itself, or no tree, is not."""
+    here = Path(revision.__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", str(here.parent))
+    assert revision.shadowed_tree() is None
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert revision.shadowed_tree() is None  # no vgkernels/ there
+    (tmp_path / "vgkernels").mkdir()
+    (tmp_path / "vgkernels" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["", str(tmp_path)]))
+    warning = revision.shadowed_tree()
+    assert warning is not None and str(tmp_path / "vgkernels") in warning and str(here) in warning

@@ -201,11 +201,13 @@ def _asm_against(be: Backend, args: argparse.Namespace) -> int:
     revision or a tree), both compiled here for the same CPU; with --function, the diff."""
     import difflib
 
-    from .bench.revision import base_ir  # lazy: pandas
+    from .bench.revision import base_ir, shadowed_tree  # lazy: pandas
 
     if args.variant or args.ir:
         raise UsageError("--against compares the default variant's assembly (no --variant, "
                          "no --ir)")
+    if warning := shadowed_tree():
+        print(warning, file=sys.stderr)
     cpu_ = listing.cpu_name(be, args.cpu) or cpu.host_cpu_name()
     try:  # their defaults for the same CPU as ours (Karatsuba follows the CPU)
         dump = base_ir(args.against, [be.name], cpu_)

@@ -91,6 +91,21 @@ def _checkout(base: str, into: Path) -> Path:
     return into
 
 
+def shadowed_tree() -> str | None:
+    """A warning when PYTHONPATH names a tree holding vgkernels/ other than the one this
+    process imported (``python -m`` puts the current directory first: run from a repository,
+    it imports that repository's tree, and an experiment copy on PYTHONPATH is not what is
+    measured or listed as "this tree"); else None."""
+    here = Path(__file__).resolve().parents[1]
+    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        pkg = Path(entry).resolve() / "vgkernels"
+        if (pkg / "__init__.py").is_file() and pkg != here:
+            return (f"warning: PYTHONPATH names {pkg}, but this process imported {here} "
+                    "(the current directory comes first with python -m): run from another "
+                    "directory to take the PYTHONPATH tree as this tree")
+    return None
+
+
 def base_ir(base: str, backends: Sequence[str], cpu: str | None = None) -> dict[str, object]:
     """The base tree's IR per backend, its context size and C prototypes (see _DUMP); its
     default variant resolved for LLVM CPU ``cpu`` (None: the host), as this tree's is."""
@@ -247,6 +262,8 @@ def main(argv: list[str]) -> int:
     plan = Plan(tuple(bes), ops, tuple(args.sizes) if args.sizes else Plan.sizes,
                 tuple(s.strip() for s in args.shapes.split(",")), args.k, args.gap_ms,
                 shift=args.shift)
+    if warning := shadowed_tree():
+        print(warning, file=sys.stderr)
     t0 = time.perf_counter()
     dump = base_ir(args.base, bes)
     drv = get_driver(args.cpu)
