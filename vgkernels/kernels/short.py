@@ -62,9 +62,12 @@ SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
-# chunks up to 2560 bytes (SSE: seal) or 640 (AVX: seal and open) on the one-block-wide
-# backends; on VAES without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks
-CHUNK_BLOCKS = {"sse": 160, "avx": 40}
+# chunks up to 2560 bytes (SSE: seal), 1728 (AVX: seal) or 1024 (AVX: open) on the
+# one-block-wide backends; on VAES without masks, seal and open up to VAES_CHUNK_BLOCKS:
+# chunk_blocks.  Records through them (copied, `build_record_copy`) up to AVX_RECORD_BLOCKS
+# on AVX (record_blocks).
+CHUNK_BLOCKS = {"sse": {ENC: 160, DEC: 0}, "avx": {ENC: 108, DEC: 64}}
+AVX_RECORD_BLOCKS = 64
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_pieces)
@@ -592,6 +595,13 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     368 B.  With the round keys reloaded instead of states spilled (see build_short) the
     chunks reach 640 B as seal's: against 368, same run, Zen 3, two offsets, open 369-640 B
     0.82-0.97x, 641-768 B 1.00x.  Not open on the SSE backend (not measured).
+    Later, on Zen 4 (design notes "Zen 4, sixteenth session"), against the general path
+    past 640 B, same run, two stack offsets: seal 656-1023 B 0.85-0.91x, 1024-1280 B
+    0.92-0.97x, 1536 B 0.98-0.99x, 1552-1792 B 0.98-1.02x; open 656-800 B 0.94-0.97x,
+    816-1008 B 0.95-1.01x, 1024 B 1.02x.  The general path costs 5-13 ns more for a partial
+    block than for the whole group before it, so each limit sits where the step from the
+    chunks' last length to the general path's next is smallest: seal 1728 -> 1729 B +2.3%
+    (at 1648 it was +4.6%), open 1024 -> 1025 B +2.8% (at 1008, +12.6 ns).
 
     VAES_CHUNK_BLOCKS on vaes_avx2, seal and open (chunks of WIDE_CHUNK blocks; design notes
     "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
@@ -604,15 +614,18 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
         return VAES_CHUNK_BLOCKS[mode]
     if not one_block_wide(backend):
         return 0
-    if backend.vex:
-        return CHUNK_BLOCKS["avx"]
-    return CHUNK_BLOCKS["sse"] if mode is ENC else 0
+    return CHUNK_BLOCKS["avx" if backend.vex else "sse"][mode]
 
 
 def record_blocks(params: Params) -> int:
     """The most blocks of text a record (a piece, then a byte) takes through the short path:
-    medium_blocks; the records past record_pieces are copied into the output and sealed there
-    (vg.short.enc.copy)."""
+    medium_blocks, but at most AVX_RECORD_BLOCKS on the one-block-wide AVX backend; the
+    records past record_pieces are copied into the output and sealed there (vg.short.enc.copy).
+    Why the cap (Zen 4, same run, aesni_pclmul_avx): past 1 KiB, records copied and sealed by
+    the chunks measured 1.02-1.07x the stitched record path, below it 0.94-0.99x."""
+    be = params.backend
+    if one_block_wide(be) and be.vex:
+        return min(medium_blocks(params), AVX_RECORD_BLOCKS)
     return medium_blocks(params)
 
 
