@@ -203,8 +203,7 @@ class BulkFn:
         # not entered: the carried loop's pending group, a skewed enc loop's begun group
         nheld = stitched.carried_vectors(self) if self.carry else 0
         nbegun = self.p.v if mode is ENC and self.skew and not self.carry else 0
-
-        nside = 1 if self.one_end else 0  # `stitched._enc_one_group`
+        nside = 1 if self.one_end else 0  # the end's keystream (`stitched._enc_one_group`)
 
         def region() -> list:
             out = mode.region(self, end, s0, ctr)
@@ -260,8 +259,9 @@ class BulkFn:
         and seal 512 B-4 KiB measured 4-6% faster than the same loop inline (Zen 5; 16-64
         KiB the same).  Below two groups the loop does not run and a function without it
         (``one_group``) takes the call: there the masked end is not sealed first, whose
-        read-back would follow its store too closely (`leftover.seal_end`).  Left here: what
-        is shorter than a group."""
+        read-back would follow its store too closely (`leftover.seal_end`); for a group and one
+        vector more, the one whose end vector's AES runs beside group 0 (``one_end``,
+        `stitched._enc_one_group`).  Left here: what is shorter than a group."""
         b, g = self.b, self.p.g
         rest = b.append_basic_block("short")
         # (function, from how many bytes), longest first
