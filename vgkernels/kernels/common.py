@@ -162,6 +162,11 @@ class Fn:
         return a
 
 
+def within(b: ir.IRBuilder, n: ir.Value, first: int, count: int) -> ir.Value:
+    """first <= n < first + count, as one unsigned compare (n - first wraps below first)."""
+    return b.icmp_unsigned("<", b.sub(n, ir.Constant(n.type, first)), ir.Constant(n.type, count))
+
+
 def copy_from_64(em: Emitter, src: ir.Value, n: ir.Value, dst: ir.Value) -> None:
     """n >= 64 bytes from src to dst, 64 at a time, the last 64 overlapping (no byte past
     either buffer; src == dst copies onto itself)."""

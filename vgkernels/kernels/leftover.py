@@ -61,6 +61,14 @@ def by_count(em: Emitter, n: ir.Value, first: int, last: int,
     return pick(first)
 
 
+def _masked_text(fn: BulkFn, p: ir.Value, n: ir.Value, width: int) -> tuple[ir.Value, ir.Value]:
+    """The end's last vector: n bytes at p, then the record form's extra byte; (data, mask)."""
+    d, mask = partial.masked_load(fn.em, p, n, width)
+    if fn.extra:
+        d, mask = partial.insert_byte(fn.em, d, mask, n, fn.extra_byte, width)
+    return d, mask
+
+
 def seal_end(fn: BulkFn, ctr: ir.Value) -> None:
     """enc's masked end sealed beside the carried loop (`BulkFn.end_first`: emitted after
     group 0, so its AES chains fill gaps in the loop's pipes).  After the loop, its chains
@@ -85,10 +93,7 @@ def seal_end(fn: BulkFn, ctr: ir.Value) -> None:
 
     def last(ks: ir.Value, at: int, width: int) -> None:
         """The end's last vector (of `width` blocks, `at` bytes in), masked."""
-        n = b.sub(nrem_in, _c(at))
-        d, mask = partial.masked_load(em, em.gep(src, at), n, width)
-        if fn.extra:
-            d, mask = partial.insert_byte(em, d, mask, n, fn.extra_byte, width)
+        d, mask = _masked_text(fn, em.gep(src, at), b.sub(nrem_in, _c(at)), width)
         partial.masked_store(em, em.gep(dst, at), b.xor(d, ks), mask, width)
 
     def piece(m: int):
@@ -432,17 +437,21 @@ class Leftover:
             return list(fn.end_ks) + fn.keystream(ctrs.add(self.em, ctr, w), w, m - 1)
         return fn.keystream(ctr, w, m)
 
-    def one_block(self, jt: ir.Value, n: ir.Value, x: ir.Value, q: ir.Value, ctr: ir.Value
-                  ) -> list[ir.Value]:
+    def one_block(self, jt: ir.Value, n: ir.Value, x: ir.Value, q: ir.Value, ctr: ir.Value,
+                  sealed: bool = False) -> list[ir.Value]:
         """dec's masked end when it is one block (n <= 16 bytes): one xmm block instead of a
         zmm vector, its product in the narrow sums (beside the length block's).  Only dec: the
         hash reads the input there, so the block's product does not wait for its AES chain.
+        ``sealed``: enc's block `seal_end` sealed, hashed as read back from the output.
         Returns [the counter after it, its product]."""
         fn, em, b = self.fn, self.em, self.b
         off = b.shl(jt, _c(4))
-        d, mask = partial.masked_load(em, em.gep(fn.inp, off), n, 1)
-        (ks,) = fn.keystream(ctr, 1, 1)
-        partial.masked_store(em, em.gep(fn.out, off), b.xor(d, ks), mask, 1)
+        if sealed:
+            d, _ = partial.masked_load(em, em.gep(fn.out, off), n, 1)
+        else:
+            d, mask = partial.masked_load(em, em.gep(fn.inp, off), n, 1)
+            (ks,) = fn.keystream(ctr, 1, 1)
+            partial.masked_store(em, em.gep(fn.out, off), b.xor(d, ks), mask, 1)
         h = em.xor(em.bswap_lanes(d), em.lane(x, 0))  # d: zero past the end
         return [ctrs.add(em, ctr, ir.Constant(i32, 1)), fn.f.gh.mul_parts(h, self.power(q, 1))]
 
@@ -477,9 +486,7 @@ class Leftover:
                 dst = em.gep(fn.out, b.shl(jt, _c(4)))
                 data = [em.load(src, t * vb, w) for t in range(m - 1)]
                 last_n = b.sub(nrem_in, _c((m - 1) * vb))
-                d, mask = partial.masked_load(em, em.gep(src, (m - 1) * vb), last_n, w)
-                if fn.extra:
-                    d, mask = partial.insert_byte(em, d, mask, last_n, fn.extra_byte, w)
+                d, mask = _masked_text(fn, em.gep(src, (m - 1) * vb), last_n, w)
                 data.append(d)
                 outs, ctr = data, ctr_piece
                 if fn.end_first:  # sealed by `seal_end`: the ciphertext read back
@@ -515,10 +522,8 @@ class Leftover:
             return [ctr, sums, prod]
 
         def one_back():  # `seal_end`'s one xmm block, read back
-            d, _ = partial.masked_load(em, em.gep(fn.out, b.shl(jt, _c(4))), nrem, 1)
-            h = em.xor(em.bswap_lanes(d), em.lane(x_piece, 0))
-            return [ctrs.add(em, ctr_piece, ir.Constant(i32, 1)), sums,
-                    fn.f.gh.mul_parts(h, self.power(q_piece, 1))]
+            ctr, prod = self.one_block(jt, nrem, x_piece, q_piece, ctr_piece, sealed=True)
+            return [ctr, sums, prod]
 
         def some():
             if fn.end_first:

@@ -55,7 +55,7 @@ from ..backends import Backend
 from ..ir import aes, partial
 from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
 from ..ir.ghash import Parts
-from .common import Fn, Params, copy_from_64, one_block_wide
+from .common import Fn, Params, copy_from_64, one_block_wide, within
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
@@ -556,11 +556,8 @@ def call_record(fn: Fn, args: list, total: ir.Value, stitched: ir.Block) -> ir.V
         return b.call(record, args)
 
     def copied() -> list[ir.Value]:
-        if (r := record_stitched(fn.params)) is not None:
-            c = lambda x: ir.Constant(i64, x)  # noqa: E731
-            # total - 16 * (lo - 1) - 1 < 16 * (hi - lo + 1): lo..hi blocks, one compare
-            inside = b.icmp_unsigned("<", b.sub(total, c(16 * (r[0] - 1) + 1)),
-                                     c(16 * (r[1] - r[0] + 1)))
+        if (r := record_stitched(fn.params)) is not None:  # lo..hi blocks of text
+            inside = within(b, total, 16 * (r[0] - 1) + 1, 16 * (r[1] - r[0] + 1))
             go_on = b.append_basic_block("rcopy.go")
             b.cbranch(inside, stitched, go_on)
             b.position_at_end(go_on)
@@ -809,10 +806,10 @@ def placed_last(params: Params) -> list[str]:
     """The functions `module.generate` moves to the end of the module: the VAES chunks, so
     adding them moved no function before them (a function added mid-module moved open at
     257-367 B by 4-10% with its code unchanged, Zen 3: design notes); and vg.short.enc.copy
-    where it came after the medium path's backends, on vaes_avx512 (mid-module it moved the
-    entries: gather and two-slice with 1-1.1 KiB records 1.04-1.06x, their code unchanged)."""
+    where it is new, on vaes_avx512 (mid-module it moved the entries: gather and two-slice
+    with 1-1.1 KiB records 1.04-1.06x, their code unchanged)."""
     last = [symbol(m, chunks=True) for m in (ENC, DEC) if chunks_inside(params, m)]
-    return last + ([RECORD_COPY] if params.backend.masked and record_stitched(params) else [])
+    return last + ([RECORD_COPY] if record_stitched(params) is not None else [])
 
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",

@@ -33,6 +33,7 @@ from ..ir import aes
 from ..ir import ctr as ctrs
 from ..ir.core import const_vec, dvec, i32, i64, vec
 from ..ir.ghash import Parts
+from .common import within
 from .leftover import seal_end
 
 if TYPE_CHECKING:
@@ -362,9 +363,8 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
 def one_end_vector(fn: BulkFn) -> ir.Value:
     """The text (with the record form's byte) is a group and at most one vector more, from
     the length alone: the masked end is one vector, right after group 0."""
-    b, g = fn.b, fn.p.g
-    least = 16 * g + (0 if fn.extra else 1)  # the text's length minus 1 in [16g, 16g + 16w)
-    return b.icmp_unsigned("<", b.sub(fn.nbytes, _c(least)), _c(16 * fn.p.w))
+    # the text (nbytes, and the record form's byte) in 16g + 1 .. 16g + 16w bytes
+    return within(fn.b, fn.nbytes, 16 * fn.p.g + (0 if fn.extra else 1), 16 * fn.p.w)
 
 
 def _enc_one_group(fn: BulkFn, s0: ir.Value, ctr: ir.Value, blocks0: list[ir.Value]
