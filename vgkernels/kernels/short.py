@@ -116,14 +116,16 @@ def counter_vector(em: Emitter, nv: ir.Value, c: int, w: int, counted: bool = Fa
 
 def load_upto16(fn: Fn, p: ir.Value, n: ir.Value, vector: bool = True) -> ir.Value:
     """n (0..16) bytes at p, zero padded, never reading past them (``vector``: through
-    vector registers where the backend has `vector_partials`)."""
+    vector registers where the backend has `vector_partials`; with AVX-512 a byte-masked
+    load).  A whole block is a plain load on every backend: against the masked load and store
+    for every n, vaes_avx512 open 1-16 B measured 0.955-0.96, 17-304 B 0.96-0.98, seal 1-32 B
+    0.95-0.98 (Zen 5, same run)."""
     em, b = fn.em, fn.b
-    if fn.params.backend.masked:
-        return partial.masked_load(em, p, n, 1)[0]
     vector = vector and fn.params.backend.vector_partials
+    part = ((lambda: [partial.masked_load(em, p, n, 1)[0]]) if fn.params.backend.masked
+            else (lambda: [partial.load_block(em, p, n, vector)]))
     (v,) = em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)),
-                             lambda: [em.load(p)],
-                             lambda: [partial.load_block(em, p, n, vector)], "ld16")
+                             lambda: [em.load(p)], part, "ld16")
     return v
 
 
@@ -149,16 +151,16 @@ def masked_with_byte(em: Emitter, p: ir.Value, n: ir.Value, byte: ir.Value, w: i
 
 
 def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
+    """The low n (0..16) bytes of v at p: a whole block plainly (see load_upto16)."""
     em, b = fn.em, fn.b
-    if fn.params.backend.masked:
-        partial.masked_store(em, p, v, partial.mask_bits(em, n, 1), 1)
-        return
-
     def whole():
         em.store(v, p)
         return []
 
     def part():
+        if fn.params.backend.masked:
+            partial.masked_store(em, p, v, partial.mask_bits(em, n, 1), 1)
+            return []
         partial.store_block(em, p, n, v, fn.params.backend.vector_partials)
         return []
     em.if_else_values(b.icmp_unsigned("==", n, ir.Constant(i64, 16)), whole, part, "st16")
