@@ -32,7 +32,7 @@ from ..ir import ctr as ctrs
 from ..ir.core import i1, i64, ptr, void, zero
 from . import frames, stitched
 from .common import NR, Fn, Params, one_block_wide
-from .leftover import Leftover, seal_end
+from .leftover import Leftover, U, seal_end
 from .modes import CTR, DEC, ENC, HASH, MODES, Mode
 
 
@@ -56,7 +56,8 @@ class BulkFn:
 
     def __init__(self, module: ir.Module, params: Params, mode: Mode, nr: int,
                  extra: bool = False, lead: bool = False, carry: bool = False,
-                 body: bool = False, one_group: bool = False, one_end: bool = False):
+                 body: bool = False, one_group: bool = False, one_end: bool = False,
+                 below_group: bool = False):
         """``extra``: the two-slice form: one more byte, passed by value, follows the nbytes of
         ``in``; the final (masked or partial) block takes it, so the last block of a TLS record
         (payload, then the content-type byte) needs no separate call and no extra reduction."""
@@ -69,9 +70,14 @@ class BulkFn:
         assert w - 1 <= abi.CTX_POWER_PAD, f"width {w}: CTX_POWER_PAD < W - 1"
         name = (lead_symbol(mode, nr) if lead
                 else carry_symbol(nr, extra, one_group or one_end, one_end) if carry
+                else below_symbol(mode, nr) if below_group
                 else body_symbol(mode, nr) if body else mode.symbol(nr, extra))
         # called through `frames.aligned_call`: six arguments, all in registers (`packed_args`)
-        self.packed = body or (carry and not extra)
+        self.packed = body or below_group or (carry and not extra)
+        # dec's function for less than a group (`aligned_entry`)
+        self.below_group = below_group
+        # vectors per iteration of the leftover's loop, so the most its masked end takes
+        self.leftover_vectors = min(params.v, U)
         types = mode.arg_types(extra)
         self.f = Fn(module, params, name, void, types[:5] + [i64] if self.packed else types)
         self.carry = carry  # enc's loop hashing from registers (`stitched._enc_carried`)
@@ -108,8 +114,17 @@ class BulkFn:
         # the loops' counter blocks are states after the first round (`stitched.begin`)
         self.first_round = params.backend.first_round and mode.keystream
         self.lead_min = lead_from(params.backend)
-        if mode is ENC and not lead and not carry and carries(params):
+        # enc's function whose every group goes to the carried function
+        carried_away = mode is ENC and not lead and not carry and carries(params)
+        if carried_away:
             self.call_carry()
+        if below_group or carried_away:
+            # The leftover sees less than a group: its masked end takes every vector as one
+            # straight-line piece, all AES chains in flight, where the loop took 4 vectors at a
+            # time.  Zen 5, same run, two stack offsets: open 320-496 B 0.85-0.91 (512 B-16 KiB
+            # 0.98-1.007), records 320-496 B 0.89-0.96, seal 336-384 B 0.965, 400-496 B
+            # 0.99-1.02.
+            self.leftover_vectors = params.v
         if mode is ENC and not lead and max(params.backend.groups) > g:
             # first: the round keys and powers below are then loaded after the call, not
             # kept across it (every vector register is caller-saved)
@@ -183,9 +198,11 @@ class BulkFn:
 
     def build(self) -> ir.Function:
         em, b, w, g, mode = self.em, self.b, self.p.w, self.p.g, self.mode
-        if self.one_end:  # what `call_carry` passes: LLVM drops the paths for other lengths
+        if self.one_end or self.below_group:  # what the caller passes: LLVM drops the paths
+            # for other lengths
             assume = em.intrinsic("llvm.assume", void, [i1])
-            b.call(assume, [stitched.one_end_vector(self)])
+            b.call(assume, [stitched.one_end_vector(self) if self.one_end
+                            else b.icmp_unsigned("<", self.nbytes, _c(16 * g))])
         y = em.load(self.io, 0)
         ctr = em.load(self.io, 16)
         nb = b.lshr(self.nbytes, _c(4))
@@ -344,6 +361,11 @@ def placed_last(params: Params) -> list[str]:
     return [carry_symbol(nr, x, True, one_end=True) for nr in NR for x in extras]
 
 
+def below_symbol(mode: Mode, nr: int) -> str:
+    """dec's function for less than a group (`aligned_entry`)."""
+    return f"{mode.symbol(nr, False)}.below"
+
+
 def body_symbol(mode: Mode, nr: int) -> str:
     """The function behind a mode's `aligned_entry`."""
     return f"{mode.symbol(nr, False)}.body"
@@ -355,7 +377,15 @@ def aligned_entry(module: ir.Module, params: Params, mode: Mode, nr: int) -> Non
     made every open pay for a frame pointer (16-64 B 1.02-1.04x, Zen 4)."""
     f = Fn(module, params, mode.symbol(nr, False), void, mode.arg_types(False))
     f.fn.attributes.add("noinline")
-    frames.aligned_call(f.b, module.globals[body_symbol(mode, nr)], packed_args(f.b, list(f.args)))
+    args = packed_args(f.b, list(f.args))
+    if mode is DEC:  # less than a group: its own function (`BulkFn.below_group`)
+        with f.b.if_then(f.b.icmp_unsigned("<", f.args[4], _c(16 * params.g))):
+            frames.aligned_call(f.b, module.globals[below_symbol(mode, nr)], args)
+            f.b.ret_void()
+        # hidden from LLVM, which would specialise the body on the length's range: its loop
+        # then measured 1.02-1.04x at 2-16 KiB
+        args[4] = f.b.asm(ir.FunctionType(i64, [i64]), "", "=r,0", [args[4]], True)
+    frames.aligned_call(f.b, module.globals[body_symbol(mode, nr)], args)
     f.b.ret_void()
 
 
@@ -423,6 +453,8 @@ def build_all(module: ir.Module, params: Params) -> None:
                         BulkFn(module, params, ENC, nr, extra=extra, carry=True,
                                one_end=True).build()
             if mode in aligned_modes(params):
+                if mode is DEC:
+                    BulkFn(module, params, mode, nr, below_group=True).build()
                 BulkFn(module, params, mode, nr, body=True).build()
                 aligned_entry(module, params, mode, nr)
             else:

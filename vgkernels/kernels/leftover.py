@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .bulk import BulkFn
 
 
-U = 4  # at most this many vectors per iteration of the leftover's loop
+U = 4  # vectors per iteration of the leftover's loop (`BulkFn.leftover_vectors`)
 
 
 def _c(x: int) -> ir.Constant:
@@ -80,7 +80,7 @@ def seal_end(fn: BulkFn, ctr: ir.Value) -> None:
     known here.  In place is safe: the end's bytes are read before they are written and
     nothing else reads them; an output partly overlapping the input is not allowed."""
     em, b, w = fn.em, fn.b, fn.p.w
-    u = min(fn.p.v, U)
+    u = fn.leftover_vectors
     assert fn.p.g % (u * w) == 0, "the loop must stop on a multiple of the end's span"
     jt = b.and_(b.lshr(fn.nbytes, _c(4)), _c(-u * w))
     nrem_in = b.sub(fn.nbytes, b.shl(jt, _c(4)))
@@ -147,7 +147,7 @@ class Leftover:
         self.pending = pending
         self.ks: list[ir.Value] | None = None
         self.head_ks: list[ir.Value] | None = None
-        u = min(fn.p.v, U)  # vectors per iteration of the leftover loop
+        u = fn.leftover_vectors
         self.masked = fn.p.backend.masked and fn.p.w > 1 and u > 1
         if self.masked and fn.mode.keystream and fn.mode.hashes_output and not fn.extra:
             # the masked end's keystream BEFORE enc's pending group hash: its AES chains then
@@ -554,7 +554,7 @@ class Leftover:
         fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
         gh = fn.f.gh
         c = self.cur
-        u = min(fn.p.v, U)  # vectors per iteration of the leftover loop
+        u = fn.leftover_vectors
         masked = self.masked
         if masked:
             ctr_end, c.sums, narrow, x_len = self.masked_end(c, u)
