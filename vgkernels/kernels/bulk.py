@@ -413,9 +413,8 @@ def region_from(params: Params, mode: Mode) -> int:
     dec on AVX-512, whose loop then runs zero times and whose last group (`Leftover.
     last_stitched_group`) takes 1-2 groups' text as 8 AES chains beside the GHASH, where the
     leftover's loop had run 4 per iteration: open 512-1008 B 0.90-0.985 (Zen 5, same run,
-    two stack offsets), 320-464 B 1.01-1.02 (register allocation).  Not on the other
-    backends: aesni_pclmul_avx open from 1104 B read 1.03-1.04, aesni_pclmul 272-384 B
-    1.01-1.02, vaes_avx2 1.00."""
+    two stack offsets).  Not on the other backends: aesni_pclmul_avx open from 1104 B read
+    1.03-1.04, aesni_pclmul 272-384 B 1.01-1.02, vaes_avx2 1.00."""
     if mode is DEC and params.w == 4:
         return params.g
     return mode.min_blocks(params.g, params.variant.stitch_min)

@@ -153,8 +153,8 @@ class Leftover:
             # the masked end's keystream BEFORE enc's pending group hash: its AES chains then
             # start at once instead of queueing behind the group's multiplies
             self.ks = None if fn.end_first else self.end_keystream(self.cur, u)
-        if self.masked and fn.mode.keystream and fn.mode.hashes_output:
-            self.head_ks = self.head_keystream(self.cur, u)
+        if self.masked and fn.mode.keystream and fn.mode.hashes_output and pending is not None:
+            self.head_ks = self.head_keystream(self.cur, u, pending)
         fn.mode.pending_first(self, pending)
 
     def power(self, q: ir.Value, width: int) -> ir.Value:
@@ -314,14 +314,12 @@ class Leftover:
         odd = b.icmp_unsigned("!=", b.and_(b.sub(self.e, c.j), _c(1)), _c(0))
         return b.or_(odd, self.has_p)
 
-    def head_keystream(self, c: Cursor, u: int) -> list[ir.Value]:
-        """The keystream of the u-vector loop's first iteration (else zero), emitted before
-        enc's pending group hash and the masked end's: like the masked end's, its AES chains
-        then run beside those multiplies instead of after them.  Below a group too (no pending
-        group, the end's hash before the loop): seal 320-496 B measured 0.85-0.98 against the
-        loop's own first iteration, gather 384-496 B and 1-16 KiB 0.95-0.98 (Zen 5, same run)."""
-        fn, em, w = self.fn, self.em, self.fn.p.w
-        self.head = self.has_head(c, u)
+    def head_keystream(self, c: Cursor, u: int, pending: ir.Value) -> list[ir.Value]:
+        """The keystream of the u-vector loop's first iteration when enc's pending group
+        precedes it (else zero), emitted before that group's hash: like the masked end's, its
+        AES chains then run beside the group's multiplies instead of after them."""
+        fn, em, b, w = self.fn, self.em, self.b, self.fn.p.w
+        self.head = b.and_(pending, self.has_head(c, u))
         return em.if_else_values(self.head, lambda: fn.keystream(c.ctr, w, u),
                                  lambda: [zero(w)] * u, "hks")
 
