@@ -34,6 +34,9 @@ class Backend:
     stitch_min: int | None = None  # default blocks before the stitched loop (None: 2 x group)
     first_round: bool = False  # the stitched loops take the counters' first AES round from
     # the key's table (`CTX_ROUND1`, `stitched.first_round_table`) while the low byte cannot carry
+    hash_lag: int = 0  # the stitched groups begin their multiplies this many AES rounds in
+    hash_state_last: bool = False  # and hash the vector the state is XORed into last
+    # (`stitched.GroupHash`; measured on Zen 5, design notes "Zen 5, eighteenth session")
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -109,7 +112,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
         width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=5,
-        enc_lag=2, first_round=True,
+        enc_lag=2, first_round=True, hash_lag=1, hash_state_last=True,
         notes="ymm, 16 vector registers",
     ),
     Backend(
@@ -119,7 +122,8 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,+avx512f,+avx512bw,"
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
-        karatsuba=True, skew=0, stitch_min=32, enc_carry=True, first_round=True,
+        karatsuba=True, skew=0, stitch_min=32, enc_carry=True, first_round=True, hash_lag=3,
+        hash_state_last=True,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

@@ -111,6 +111,9 @@ class BulkFn:
         self.extra_byte = self.f.args[-1] if extra else None
         # rounds of the next group begun early (enc's skewed loop); at most nr - 1
         self.skew = min(params.variant.skew or 0, nr - 1)
+        # the stitched groups' multiplies begun late, the state's vector hashed last
+        self.hash_lag = params.backend.hash_lag if mode.stitched else 0
+        self.hash_state_last = params.backend.hash_state_last and mode.stitched
         # the loops' counter blocks are states after the first round (`stitched.begin`)
         self.first_round = params.backend.first_round and mode.keystream
         self.lead_min = lead_from(params.backend)

@@ -23,6 +23,7 @@ and in a skewed loop with the first rounds of the next group.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -49,21 +50,24 @@ class GroupHash:
     vector k (``data(k)``; the state ``s`` XORed into the first) times ``power(k)``."""
 
     def __init__(self, fn: BulkFn, data: Callable[[int], ir.Value], s: ir.Value,
-                 power: Callable[[int], tuple], v: int | None = None):
+                 power: Callable[[int], tuple], v: int | None = None, state_last: bool = False):
         self.fn, self.data, self.s, self.power = fn, data, s, power
         self.v = fn.p.v if v is None else v  # vectors in the group
+        # ``state_last``: vector 0, which takes the state the group before's reduction has just
+        # computed, after the others, which do not wait for it
+        self.order = [*range(1, self.v), 0] if state_last else list(range(self.v))
         self.sum: Parts | None = None
         self.y: ir.Value | None = None  # the reduced sum, after steps(reduce=True)
 
     def steps(self, reduce: bool = False) -> Iterator[None]:
         em, gh = self.fn.em, self.fn.f.gh
         held = None  # Karatsuba: an even vector whose middle product waits for the next's
-        for k in range(self.v):
+        for n, k in enumerate(self.order):
             d = em.bswap_lanes(self.data(k))
             if k == 0:
                 d = em.xor(d, self.s)
             h, hf = (*self.power(k), None)[:2]
-            if gh.paired and (held is not None or k + 1 < self.v):
+            if gh.paired and (held is not None or n + 1 < self.v):
                 self.sum = gh.accumulate_outer(self.sum, d, h)
                 if held is None:
                     held = (d, h, hf)
@@ -153,8 +157,10 @@ def stitched_group(fn: BulkFn, i: ir.Value, s: ir.Value, blocks: list[ir.Value] 
     if ghash_base is not None or hash_vectors is not None:
         hg = g if hash_g is None else hash_g
         gh = GroupHash(fn, held_then_loaded(fn, hash_vectors or [], ghash_base), s,
-                       broadcast_powers(fn, hg), hg // w)
-        steps = gh.steps(reduce=True)
+                       broadcast_powers(fn, hg), hg // w, fn.hash_state_last)
+        # the first ``fn.hash_lag`` rounds without a multiply: with (V)PCLMULQDQ the limit
+        # (Zen 5), the AES chains begun first leave it no gaps later (`Backend.hash_lag`)
+        steps = itertools.chain([None] * fn.hash_lag, gh.steps(reduce=True))
     side = aes.aes_rounds(em, prims, beside, rk) if beside else iter(())
     out, (_, begun, side_ks) = interleave(cur, steps, nxt, side)
     if beside:
@@ -498,26 +504,35 @@ def _counting_loop(fn: BulkFn, name: str, g: int, end: ir.Value, i0: ir.Value, s
     """counting_region's loop over groups of g blocks, from block i0 while the mode's reserve
     is left after the group."""
     em, b = fn.em, fn.b
-    blocks0 = begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, g // fn.p.w))
+    wide = fn.p.w >= 4  # AVX-512: 32 vector registers
+    # dec on AVX-512 with the first-round table: the group's states from the table at the top
+    # of its iteration (`checked`), as in enc's carried loop, so nothing lives across the
+    # group.  Computed first for the next iteration (below), LLVM kept 6 of the 8 in stack
+    # slots: open 1-64 KiB measured 0.96-0.99 without them (vaes_avx512, Zen 5).
+    at_top = wide and hash_input and fn.first_round and g == fn.p.g
+    blocks0 = [] if at_top else begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, g // fn.p.w))
     base0 = first_round_base(fn, ctr)
     span = (1 + fn.mode.reserve) * g
     with em.loop(name, lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(span)), end),
                  i=i0, s=s0, ctr=ctr, blocks=blocks0, base=base0) as v:
         base = em.gep(fn.inp, b.shl(v.i, _c(4))) if hash_input else None
         i, c = v.i, v.ctr
-        # derived from blocks[0]: the other vectors need not stay live to the loop's end; on
-        # 16 vector registers (below AVX-512) that made open 5-6% faster on aesni_pclmul_avx;
-        # with 32 it measured no different, so the AVX-512 loop keeps the per-vector adds
-        wide = fn.p.w >= 4  # AVX-512: 32 vector registers
-        # With 32 registers the next group's counters come first: after the group, the
-        # counter's fast-path branch let codegen sink the whole GHASH (used only by the next
-        # iteration) below the AES into the latch, unstitched; first, open 16-64 KiB measured
-        # 11-14% faster on vaes_avx512.  On 16 registers the early counters stay live through
-        # the group: 1-5% slower there, so they keep the late form.
-        nxt = advance(fn, c, i, v.blocks, derive=False, g=g, base=v.base) if wide else None
-        v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=g)
+        if at_top:
+            blocks, v.base = checked(fn, c, i, [], v.base)
+            v.s, _ = stitched_group(fn, i, v.s, blocks, base, g=g)
+        else:
+            # With 32 registers the next group's counters come first: after the group, the
+            # counter's fast-path branch let codegen sink the whole GHASH (used only by the
+            # next iteration) below the AES into the latch, unstitched; first, open 16-64 KiB
+            # measured 11-14% faster on vaes_avx512 (without the table).  On 16 registers the
+            # early counters stay live through the group: 1-5% slower there, so they keep the
+            # late form, derived from blocks[0]: the other vectors need not stay live to the
+            # loop's end (open 5-6% faster on aesni_pclmul_avx).
+            nxt = advance(fn, c, i, v.blocks, derive=False, g=g, base=v.base) if wide else None
+            v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=g)
         v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
-        v.blocks, v.base = nxt or advance(fn, c, i, v.blocks, derive=True, g=g, base=v.base)
+        if not at_top:
+            v.blocks, v.base = nxt or advance(fn, c, i, v.blocks, derive=True, g=g, base=v.base)
     return [v.i, v.s, v.ctr]
 
 
