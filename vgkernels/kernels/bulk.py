@@ -376,18 +376,18 @@ def body_symbol(mode: Mode, nr: int) -> str:
 
 def aligned_entry(module: ir.Module, params: Params, mode: Mode, nr: int) -> None:
     """vg.bulk.<mode>.<nr> as a call of its body with the stack 64-byte aligned, for the
-    body's zmm spill slots (`frames`).  A function of its own: in the open entries the pad
-    made every open pay for a frame pointer (16-64 B 1.02-1.04x, Zen 4)."""
+    body's zmm spill slots (`frames`), or below a group of its function for that
+    (`BulkFn.below_group`).  A function of its own: in the open entries the pad made every
+    open pay for a frame pointer (16-64 B 1.02-1.04x, Zen 4)."""
     f = Fn(module, params, mode.symbol(nr, False), void, mode.arg_types(False))
     f.fn.attributes.add("noinline")
     args = packed_args(f.b, list(f.args))
-    if mode is DEC:  # less than a group: its own function (`BulkFn.below_group`)
-        with f.b.if_then(f.b.icmp_unsigned("<", f.args[4], _c(16 * params.g))):
-            frames.aligned_call(f.b, module.globals[below_symbol(mode, nr)], args)
-            f.b.ret_void()
-        # hidden from LLVM, which would specialise the body on the length's range: its loop
-        # then measured 1.02-1.04x at 2-16 KiB
-        args[4] = f.b.asm(ir.FunctionType(i64, [i64]), "", "=r,0", [args[4]], True)
+    with f.b.if_then(f.b.icmp_unsigned("<", f.args[4], _c(16 * params.g))):
+        frames.aligned_call(f.b, module.globals[below_symbol(mode, nr)], args)
+        f.b.ret_void()
+    # hidden from LLVM, which would specialise the body on the length's range: its loop then
+    # measured 1.02-1.04x at 2-16 KiB
+    args[4] = f.b.asm(ir.FunctionType(i64, [i64]), "", "=r,0", [args[4]], True)
     frames.aligned_call(f.b, module.globals[body_symbol(mode, nr)], args)
     f.b.ret_void()
 
@@ -406,8 +406,9 @@ def unpacked(b: ir.IRBuilder, packed: ir.Value) -> tuple[ir.Value, ir.Value]:
 
 
 def aligned_modes(params: Params) -> tuple[Mode, ...]:
-    """The modes whose bulk function is called through `aligned_entry`: dec on AVX-512
-    (enc's carried function is called aligned by enc itself, `BulkFn.call_carry`)."""
+    """The modes whose bulk function is called through `aligned_entry`, with a function of
+    their own below a group: dec on AVX-512 (enc's carried function is called aligned by enc
+    itself, `BulkFn.call_carry`)."""
     return (DEC,) if params.w == 4 else ()
 
 
@@ -455,8 +456,7 @@ def build_all(module: ir.Module, params: Params) -> None:
                         BulkFn(module, params, ENC, nr, extra=extra, carry=True,
                                one_end=True).build()
             if mode in aligned_modes(params):
-                if mode is DEC:
-                    BulkFn(module, params, mode, nr, below_group=True).build()
+                BulkFn(module, params, mode, nr, below_group=True).build()
                 BulkFn(module, params, mode, nr, body=True).build()
                 aligned_entry(module, params, mode, nr)
             else:
