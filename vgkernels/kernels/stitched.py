@@ -520,6 +520,7 @@ def _counting_loop(fn: BulkFn, name: str, g: int, end: ir.Value, i0: ir.Value, s
         if at_top:
             blocks, v.base = checked(fn, c, i, [], v.base)
             v.s, _ = stitched_group(fn, i, v.s, blocks, base, g=g)
+            v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
         else:
             # With 32 registers the next group's counters come first: after the group, the
             # counter's fast-path branch let codegen sink the whole GHASH (used only by the
@@ -529,9 +530,8 @@ def _counting_loop(fn: BulkFn, name: str, g: int, end: ir.Value, i0: ir.Value, s
             # late form, derived from blocks[0]: the other vectors need not stay live to the
             # loop's end (open 5-6% faster on aesni_pclmul_avx).
             nxt = advance(fn, c, i, v.blocks, derive=False, g=g, base=v.base) if wide else None
-            v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=g)
-        v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
-        if not at_top:
+            v.s, _ = stitched_group(fn, i, v.s, v.blocks, base, g=g)
+            v.i, v.ctr = b.add(i, _c(g)), ctrs.add(em, c, g)
             v.blocks, v.base = nxt or advance(fn, c, i, v.blocks, derive=True, g=g, base=v.base)
     return [v.i, v.s, v.ctr]
 
