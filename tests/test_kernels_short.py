@@ -7,13 +7,24 @@ the output untouched; a tampered tag rejected."""
 
 from __future__ import annotations
 
+import ctypes
+import re
+
 import pytest
 from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, ref, rng
 
+from vgkernels import abi, jit
 from vgkernels.api import AesGcm, InvalidTag
-from vgkernels.backends import BACKENDS, get
+from vgkernels.backends import BACKENDS, availability, get
+from vgkernels.kernels import generate
 from vgkernels.kernels.modes import DEC, ENC
-from vgkernels.kernels.short import MAX_AAD, MEDIUM_BLOCKS, chunk_blocks, piece_blocks
+from vgkernels.kernels.short import (
+    HASH_FIRST_ONE,
+    MAX_AAD,
+    MEDIUM_BLOCKS,
+    chunk_blocks,
+    piece_blocks,
+)
 
 AADS = range(MAX_AAD + 2)
 
@@ -98,3 +109,47 @@ def test_chunk_blocks_fit_the_counter_byte():
     2 + blocks must stay below 256 on every backend."""
     for be in BACKENDS:
         assert 2 + chunk_blocks(be) < 256, be.name
+
+
+@pytest.mark.parametrize("cpu", sorted(HASH_FIRST_ONE))
+def test_one_block_open_hashed_first_on_any_host(cpu):
+    """aesni_pclmul_avx's one-block open piece hashes first only in code scheduled for the
+    CPUs of HASH_FIRST_ONE (short.hash_first): that code, compiled here with the row's own
+    features whatever this host is, opens (and seals) every text of 0..2 blocks with every AAD
+    length against `cryptography`, and rejects a tampered tag.  Its vg.short.dec differs from
+    the generic scheduling's, so the test runs the other form."""
+    be = get("aesni_pclmul_avx")
+    why = availability()[be.name]
+    if why is not None:
+        pytest.skip(f"{be.name}: {why}")
+    prefix, text = generate(be, cpu=cpu)
+    generic = generate(be, cpu="x86-64")[1]
+    short_dec = re.compile(r"^define [^@]*@\"?vg\.short\.dec\"?\(.*?^}$", re.M | re.S)
+    assert short_dec.search(text).group(0) != short_dec.search(generic).group(0)
+    lib = jit.compile_ir(f"{prefix}-{cpu}", text, be.llvm_features, cpu)
+
+    def fn(op: str):
+        restype, argtypes, _ = abi.SIGNATURES[op]
+        return ctypes.CFUNCTYPE(restype, *argtypes)(lib.address(f"{prefix}_{op}"))
+    key_init, seal_out, open_out = fn("key_init"), fn("seal_out"), fn("open_out")
+    r = rng("one-block-first", cpu)
+    for ks in KEY_SIZES:
+        key = rbytes(r, ks)
+        ctx = ctypes.create_string_buffer(abi.CTX_SIZE + abi.CTX_ALIGN)
+        at = (ctypes.addressof(ctx) + abi.CTX_ALIGN - 1) & -abi.CTX_ALIGN
+        assert key_init(at, key, ks) == 0
+        for al in AADS:
+            for n in range(33):
+                nonce, aad, pt = rbytes(r, 12), rbytes(r, al), rbytes(r, n)
+                want = oracle(key, nonce, pt, aad)
+                where = f"{cpu} key={ks} aad={al} n={n}"
+                out, tag = ctypes.create_string_buffer(n + 1), ctypes.create_string_buffer(16)
+                assert seal_out(at, nonce, 12, aad, al, pt, out, n, tag) == 0, where
+                assert out.raw[:n] + tag.raw == want, where
+                back = ctypes.create_string_buffer(n + 1)
+                assert open_out(at, nonce, 12, aad, al, want[:n], back, n, want[n:], 16) == 0
+                assert back.raw[:n] == pt, where
+                bad = flip(want[n:], r.randrange(8 * TAG))
+                assert open_out(at, nonce, 12, aad, al, want[:n], back, n, bad, 16) \
+                    == abi.RC_BAD_TAG, where
+                assert back.raw[:n] == bytes(n), where  # wiped

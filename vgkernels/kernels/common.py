@@ -22,6 +22,7 @@ class Params:
     backend: Backend
     variant: Variant  # resolved
     prefix: str  # exported symbols are f"{prefix}_{op}"
+    cpu: str = ""  # the LLVM CPU the code is scheduled for ("": not known, generic choices)
 
     @property
     def w(self) -> int:

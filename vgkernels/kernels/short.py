@@ -76,6 +76,7 @@ RECORD_STITCHED = (15, 16)
 MASKED_PIECES = {ENC: 19, DEC: 19}  # vaes_avx512: pieces up to 304 bytes (piece_blocks)
 LONG_OPEN = 12  # blocks: vaes_avx512's open pieces from here in vg.short.dec.long (long_opens)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
+HASH_FIRST_ONE = frozenset({"znver5"})  # LLVM CPUs where its one-block piece does too
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -326,7 +327,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         pairs = (m if masked_end else whole) // w if w > 1 else 0  # vectors from block 0
         singles = list(range(w * pairs, m))  # blocks one block wide (the last among them)
         rks1 = f.round_keys(ctx, nr, 1, keys_where_used(params.backend, mode))
-        first_hash = hash_first(params.backend, mode, m)  # open's text hashed before the AES
+        first_hash = hash_first(params, mode, m, tail_only)  # open's text before the AES
         pair_text = []  # first_hash: the pairs' text, XORed and stored after the AES
 
         def keystream() -> tuple[ir.Value, dict, list]:
@@ -669,7 +670,7 @@ def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
     return MASKED_PIECES[mode] if backend.masked and backend.prims == "x86" else SHORT_BLOCKS
 
 
-def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
+def hash_first(params: Params, mode: Mode, m: int, tail: bool = False) -> bool:
     """Whether a piece of m blocks hashes its text before the AES: open's text is the
     ciphertext, so its GHASH needs no keystream.  In program order after the AES (as seal's
     must be), the one-block-wide backends' 16 registers, 11 of them round keys at AES-128,
@@ -681,11 +682,18 @@ def hash_first(backend: Backend, mode: Mode, m: int) -> bool:
     program order, delayed the AES chain (16-48 B 1.07-1.10x); on vaes_avx2 16-300 B lost
     (1.02-1.23x); the medium path's chunk hashed first lost too (144-336 B 1.00-1.09x).
 
+    The one-block piece on the CPUs of HASH_FIRST_ONE as well, but not as the ``tail`` after
+    a chunk (the medium path, the chunks): on Zen 5, where the multiplies and the AES rounds do
+    not wait for each other's pipes (design notes, "Zen 5, eighteenth session"), open 8-16 B
+    measured 0.96-0.98x, 1 B and 17-80 B 0.99-1.02x (same run, two stack offsets); two and
+    three blocks there 1.00x and 1.03x, the one-block tail at 144-160 B 1.01-1.04x.
+
     vaes_avx512: open's pieces from LONG_OPEN blocks, ymm pairs included (`long_opens`)."""
+    backend = params.backend
     if long_opens(backend, mode):
         return m >= LONG_OPEN
-    return (not mode.hashes_output and one_block_wide(backend)
-            and backend.vex and m >= HASH_FIRST)
+    return (not mode.hashes_output and one_block_wide(backend) and backend.vex
+            and (m >= HASH_FIRST or (m == 1 and not tail and params.cpu in HASH_FIRST_ONE)))
 
 
 def long_opens(backend: Backend, mode: Mode) -> bool:
