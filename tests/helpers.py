@@ -111,8 +111,13 @@ def variant_id(v: Variant) -> str:
 def bind(backend: str, op: str, variant: Variant | None = None, sig: Any = None) -> Any:
     """ctypes function of one exported op of a backend's kernels (abi.SIGNATURES unless
     `sig` is given)."""
+    return bind_at(kernels(backend, variant).address(op), op, sig)
+
+
+def bind_at(address: int, op: str, sig: Any = None) -> Any:
+    """ctypes function of the exported op at ``address`` (abi.SIGNATURES unless `sig`)."""
     restype, argtypes, _ = sig or abi.SIGNATURES[op]
-    return ctypes.CFUNCTYPE(restype, *argtypes)(kernels(backend, variant).address(op))
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
 
 
 def addr_of(buf: Any) -> int:

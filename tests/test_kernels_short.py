@@ -11,7 +11,7 @@ import ctypes
 import re
 
 import pytest
-from helpers import KEY_SIZES, TAG, flip, oracle, rbytes, ref, rng
+from helpers import KEY_SIZES, TAG, bind_at, flip, oracle, rbytes, ref, rng
 
 from vgkernels import abi, jit
 from vgkernels.api import AesGcm, InvalidTag
@@ -127,11 +127,8 @@ def test_one_block_open_hashed_first_on_any_host(cpu):
     short_dec = re.compile(r"^define [^@]*@\"?vg\.short\.dec\"?\(.*?^}$", re.M | re.S)
     assert short_dec.search(text).group(0) != short_dec.search(generic).group(0)
     lib = jit.compile_ir(f"{prefix}-{cpu}", text, be.llvm_features, cpu)
-
-    def fn(op: str):
-        restype, argtypes, _ = abi.SIGNATURES[op]
-        return ctypes.CFUNCTYPE(restype, *argtypes)(lib.address(f"{prefix}_{op}"))
-    key_init, seal_out, open_out = fn("key_init"), fn("seal_out"), fn("open_out")
+    key_init, seal_out, open_out = (bind_at(lib.address(f"{prefix}_{op}"), op)
+                                    for op in ("key_init", "seal_out", "open_out"))
     r = rng("one-block-first", cpu)
     for ks in KEY_SIZES:
         key = rbytes(r, ks)
