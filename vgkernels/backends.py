@@ -44,11 +44,15 @@ class Backend:
     def missing(self, have: frozenset[str]) -> frozenset[str]:
         return self.features - have
 
+    def scheduled_cpu(self, llvm_cpu: str | None = None) -> str:
+        """The LLVM CPU code of this row is scheduled for: ``llvm_cpu``, else the row's own,
+        else the host."""
+        return llvm_cpu or self.llvm_cpu or cpu.host_cpu_name()
+
     def karatsuba_for(self, llvm_cpu: str | None = None) -> bool:
         """The default GHASH multiply of code scheduled for ``llvm_cpu`` (None: the CPU this
-        backend compiles for by default, the host unless the row names one)."""
-        name = llvm_cpu or self.llvm_cpu or cpu.host_cpu_name()
-        return self.karatsuba and name not in CLMUL_OWN_PORT
+        backend compiles for by default, `scheduled_cpu`)."""
+        return self.karatsuba and self.scheduled_cpu(llvm_cpu) not in CLMUL_OWN_PORT
 
     @property
     def llvm_enabled(self) -> frozenset[str]:

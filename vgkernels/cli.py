@@ -208,7 +208,7 @@ def _asm_against(be: Backend, args: argparse.Namespace) -> int:
                          "no --ir)")
     if warning := shadowed_tree():
         print(warning, file=sys.stderr)
-    cpu_ = listing.cpu_name(be, args.cpu) or cpu.host_cpu_name()
+    cpu_ = be.scheduled_cpu(listing.cpu_name(be, args.cpu))
     try:  # their defaults for the same CPU as ours (Karatsuba follows the CPU)
         dump = base_ir(args.against, [be.name], cpu_)
     except (ValueError, RuntimeError) as e:

@@ -9,7 +9,6 @@ import re
 from llvmlite import ir
 
 from ..backends import Backend
-from ..cpu import host_cpu_name
 from ..variant import Variant, symbol_prefix
 from . import bulk, entries, gather, keysetup, short, stream
 from .common import Params
@@ -22,7 +21,7 @@ def generate(backend: Backend, variant: Variant | None = None, prefix: str | Non
     v = (variant or Variant()).resolved(backend, cpu)
     prefix = prefix or symbol_prefix(backend, v, cpu)
     module = ir.Module(name=prefix)
-    params = Params(backend, v, prefix, cpu or backend.llvm_cpu or host_cpu_name())
+    params = Params(backend, v, prefix, backend.scheduled_cpu(cpu))
     bulk.build_all(module, params)
     entries.build_helpers(module, params)
     short.build_all(module, params)
