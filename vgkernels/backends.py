@@ -49,6 +49,13 @@ class Backend:
         else the host."""
         return llvm_cpu or self.llvm_cpu or cpu.host_cpu_name()
 
+    @property
+    def lead_group(self) -> int:
+        """Blocks per iteration of the loop long messages run in: the largest group (enc's
+        lead function where it is larger than the default group, dec's first loop;
+        `kernels.bulk`)."""
+        return max(self.groups)
+
     def karatsuba_for(self, llvm_cpu: str | None = None) -> bool:
         """The default GHASH multiply of code scheduled for ``llvm_cpu`` (None: the CPU this
         backend compiles for by default, `scheduled_cpu`)."""

@@ -6,6 +6,9 @@
   where a backend has one: `Backend.enc_carry`): the first loop in layout order (the region
   comes before the leftover chunk in the generator), its hot path (the counter's rare carry
   branch not taken).
+- ``lead``: the stitched loop of ``vg.bulk.enclead.10``, where a backend has one (its largest
+  group is larger than the default: `Backend.lead_group`), which enc hands long messages to:
+  the loop that runs at 16-64 KiB.
 - ``leftover``: the leftover chunk's loop in the same function (the next loop: u vectors of
   ``min(group / width, 4)`` per iteration).
 - ``key_setup``: the loop of ``<prefix>_key_init`` that builds the table of H powers (the
@@ -33,7 +36,7 @@ _WIDTH = {"x": 1, "y": 2, "z": 4}
 
 @dataclass(frozen=True)
 class Region:
-    name: str  # stitch | leftover | key_setup
+    name: str  # stitch | lead | leftover | key_setup | ctr | ghash
     function: str
     blocks: tuple[str, ...]  # hot path, in execution order
     instructions: tuple[str, ...]
@@ -90,7 +93,8 @@ def _pick(cands: list[Region], aes_blocks: int | None, what: str,
 
 def regions(text: str, prefix: str, backend: Backend, variant: Variant,
             nr: int = 10) -> dict[str, Region]:
-    """The stitch, leftover, key_setup, ctr and ghash regions of a backend's assembly."""
+    """The stitch, lead (where there is one), leftover, key_setup, ctr and ghash regions of a
+    backend's assembly."""
     v = variant.resolved(backend)
     fns = cfg.functions(text)
     enc = next((f for f in (f"vg.bulk.encreg.{nr}", f"vg.bulk.enc.{nr}") if f in fns),
@@ -113,6 +117,9 @@ def regions(text: str, prefix: str, backend: Backend, variant: Variant,
         st = cands[0]
         lo = _candidates(fns[enc], "leftover", u * w)[1]
     out["stitch"], out["leftover"] = st, lo
+    lead, g = f"vg.bulk.enclead.{nr}", backend.lead_group
+    if lead in fns and (cs := _candidates(fns[lead], "lead", g)):
+        out["lead"] = _pick(cs, g if x86 else None, f"{lead} loop")
     for name, fname in (("ctr", f"vg.bulk.ctr.{nr}"), ("ghash", "vg.bulk.hash")):
         if fname in fns and (cs := _candidates(fns[fname], name, v.group)):
             if not x86:

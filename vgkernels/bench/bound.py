@@ -1,9 +1,9 @@
 """Issue 12's machine bounds, generated as IR and timed by the driver like a kernel.
 
-* :func:`kernel_mix`: what a backend's stitched loop issues per iteration (AES instructions and
-  carry-less multiplies, by vector width), counted in its own assembly (the loop that
-  ``vgkernels.asm.regions`` finds), next to what the generator's parameters say
-  (:func:`param_mix`).
+* :func:`kernel_mix`: what the stitched loop a backend runs long messages in issues per
+  iteration (AES instructions and carry-less multiplies, by vector width), counted in its own
+  assembly (the loop that ``vgkernels.asm.regions`` finds: the lead loop where there is one),
+  next to what the generator's parameters say (:func:`param_mix`).
 * :func:`mix_loop_ir`: a loop of exactly that mix and nothing else (no loads, no XOR, no
   shuffle), with at least ``MIN_CHAINS`` independent AES chains in flight (latency 4 and 2 per
   cycle need 8) and the multiplies on separate short chains: the instruction-mix bound.  With
@@ -83,16 +83,17 @@ class Mix:
 
 
 def param_mix(backend: str | Backend, variant: Variant | None = None, key_len: int = 16) -> Mix:
-    """The mix the generator's parameters say: per vector of W blocks ``rounds`` AES
-    instructions (one fewer where the first round comes from the key's table:
+    """The mix the generator's parameters say for the loop long messages run in (a group of
+    `Backend.lead_group` blocks, whatever the variant's group): per vector of W blocks
+    ``rounds`` AES instructions (one fewer where the first round comes from the key's table:
     ``Backend.first_round``) and 3 (Karatsuba) or 4 multiplies, plus the reduction's 2 per
     group."""
     be = backend if isinstance(backend, Backend) else get(backend)
     v = (variant or Variant()).resolved(be)
-    vectors = v.group // be.width
+    vectors = be.lead_group // be.width
     per = 3 if v.karatsuba else 4
     rounds = ROUNDS[key_len] - (1 if be.first_round else 0)
-    return Mix(v.group, ((be.width, vectors * rounds),),
+    return Mix(be.lead_group, ((be.width, vectors * rounds),),
                ((be.width, vectors * per + 2),))
 
 
@@ -116,13 +117,16 @@ def count_mix(instructions: list[str] | tuple[str, ...], group: int) -> Mix:
 
 @functools.cache
 def kernel_mix(backend: str, variant: Variant | None = None) -> Mix:
-    """What the backend's stitched loop (AES-128, steady state, hot path) issues per
-    iteration, counted in the kernel's assembly for the host CPU."""
+    """What the backend's stitched loop for long messages (AES-128, steady state, hot path)
+    issues per iteration, counted in the kernel's assembly for the host CPU: enc's lead loop
+    where the backend has one (`vaes_avx2`: 16 blocks, 26 multiplies, where its default group
+    of 8 issues 14), since that is the loop the bulk sizes run in."""
     be = get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, host_cpu_name())
-    st = regions.regions(text, prefix, be, v)["stitch"]
-    return count_mix(st.instructions, v.group)
+    found = regions.regions(text, prefix, be, v)
+    st = found.get("lead", found["stitch"])
+    return count_mix(st.instructions, st.blocks_per_iteration)
 
 
 # ------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def lead_from(backend: Backend) -> int:
     """Whole blocks from which enc calls the lead function: one short of LEAD_MIN_GROUPS lead
     groups, so 4095 B (255 blocks and a partial one) takes the lead loop as 4096 B does (from
     256 blocks, 4095 B seal measured 1.069x 4096 B's time on vaes_avx2, Zen 3)."""
-    return LEAD_MIN_GROUPS * max(backend.groups) - 1
+    return LEAD_MIN_GROUPS * backend.lead_group - 1
 
 
 class BulkFn:
@@ -128,7 +128,7 @@ class BulkFn:
             # 0.98-1.007), records 320-496 B 0.89-0.96, seal 336-384 B 0.965, 400-496 B
             # 0.99-1.02.
             self.leftover_vectors = params.v
-        if mode is ENC and not lead and max(params.backend.groups) > g:
+        if mode is ENC and not lead and params.backend.lead_group > g:
             # first: the round keys and powers below are then loaded after the call, not
             # kept across it (every vector register is caller-saved)
             self.call_lead()
@@ -142,7 +142,7 @@ class BulkFn:
         # function (``lead``, called by enc from LEAD_MIN_GROUPS lead groups: `build`).  A
         # default group of 16 measured 5-7% faster at 16-64 KiB seal and 15% for open, but
         # seal 35-45% slower at 256-512 B (its leftover).
-        self.lead_group = max(params.backend.groups) if mode is DEC or lead else g
+        self.lead_group = params.backend.lead_group if mode is DEC or lead else g
         assert 2 * self.lead_group <= abi.CTX_NPOW
         # H^e in every lane (and its Karatsuba half-sum) for e = W, 2W, .., the lead group:
         # vector k of a group of g blocks takes H^(g-kW).  Hoisted here: loading the lead
@@ -256,7 +256,7 @@ class BulkFn:
         this function then runs on what is left, unchanged.  A separate function: with the
         lead loop in this one, the group-G loop's registers came out worse (2 more spill
         stores per iteration, 1-2 KiB seal 7% slower, 2 KiB 38% in one layout)."""
-        em, b, lead, g = self.em, self.b, max(self.p.backend.groups), self.p.g
+        em, b, lead, g = self.em, self.b, self.p.backend.lead_group, self.p.g
         nb = b.lshr(self.nbytes, _c(4))
 
         def run() -> list[ir.Value]:
@@ -428,7 +428,7 @@ def carries(params: Params) -> bool:
     """enc has the carried function (`Backend.enc_carry`): 32 vector registers, the loop not
     skewed, and no larger lead group."""
     return (params.backend.enc_carry and params.w >= 4 and not params.variant.skew
-            and max(params.backend.groups) == params.g)
+            and params.backend.lead_group == params.g)
 
 
 def seals_end_first(params: Params) -> bool:
@@ -442,7 +442,7 @@ def seals_end_first(params: Params) -> bool:
 def build_all(module: ir.Module, params: Params) -> None:
     """Every bulk function plus the nr-dispatching wrappers vg.bulk.<mode>."""
     BulkFn(module, params, HASH, 0).build()
-    if max(params.backend.groups) > params.g:
+    if params.backend.lead_group > params.g:
         for nr in NR:
             BulkFn(module, params, ENC, nr, lead=True).build_lead()
     for nr in NR:
