@@ -111,6 +111,31 @@ def test_chunk_blocks_fit_the_counter_byte():
         assert 2 + chunk_blocks(be) < 256, be.name
 
 
+def test_narrow_texts_hold_no_wide_register():
+    """vaes_avx512's texts of 1..NARROW_BLOCKS blocks go to vg.short.<mode>.narrow
+    (`short.narrow_texts`): its code names no ymm or zmm register, so LLVM gives it no
+    `vzeroupper` (vg.short.<mode>, which the wide pieces share, has one), and every function
+    that calls vg.short.<mode> calls the narrow one too, by the length (but vg.short.enc.copy,
+    whose records are longer than the pieces with the byte).  Static: the assembly for the
+    row's features, on any host (the texts themselves: test_short_seal_and_open)."""
+    from vgkernels import listing
+    from vgkernels.kernels import short
+
+    assert short.SHORT_BLOCKS > short.NARROW_BLOCKS  # vg.short.enc.copy's records are longer
+    _, text = listing.text("vaes_avx512")
+    funcs = listing.functions(text)
+    for mode in ("enc", "dec"):
+        name = f"vg.short.{mode}"
+        assert not re.search(r"%[yz]mm\d|vzeroupper", funcs[f"{name}.narrow"]), mode
+        assert "vzeroupper" in funcs[name], mode
+        calls = re.compile(rf"^\s*(call|jmp)q?\s+{re.escape(name)}(\.narrow)?$", re.M)
+        callers = {f: {m.group(2) or "" for m in calls.finditer(t)} for f, t in funcs.items()}
+        callers = {f: kinds for f, kinds in callers.items()
+                   if "" in kinds and f != short.RECORD_COPY}
+        assert callers, mode
+        assert all(".narrow" in kinds for kinds in callers.values()), callers
+
+
 @pytest.mark.parametrize("cpu", sorted(HASH_FIRST_ONE))
 def test_one_block_open_hashed_first_on_any_host(cpu):
     """aesni_pclmul_avx's one-block open piece hashes first only in code scheduled for the

@@ -77,6 +77,7 @@ MASKED_PIECES = {ENC: 19, DEC: 19}  # vaes_avx512: pieces up to 304 bytes (piece
 LONG_OPEN = 12  # blocks: vaes_avx512's open pieces from here in vg.short.dec.long (long_opens)
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 HASH_FIRST_ONE = frozenset({"znver5"})  # LLVM CPUs where its one-block piece does too
+NARROW_BLOCKS = 2  # vaes_avx512: texts of 1..2 blocks in vg.short.<mode>.narrow (narrow_texts)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -168,14 +169,15 @@ def store_upto16(fn: Fn, p: ir.Value, n: ir.Value, v: ir.Value) -> None:
 
 
 def symbol(mode: Mode, extra: bool = False, medium: bool = False, long: bool = False,
-           chunks: bool = False) -> str:
+           chunks: bool = False, narrow: bool = False) -> str:
     return (f"vg.short.{mode.name}" + (".byte" if extra else "") + (".medium" if medium else "")
-            + (".long" if long else "") + (".chunks" if chunks else ""))
+            + (".long" if long else "") + (".chunks" if chunks else "")
+            + (".narrow" if narrow else ""))
 
 
 def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = False,
                 medium_only: bool = False, long_only: bool = False,
-                chunks_only: bool = False) -> None:
+                chunks_only: bool = False, narrow_only: bool = False) -> None:
     """vg.short.<mode>(ctx, nonce, aad, aad_len, in, out, len) -> the full 16-byte tag (memory
     order).  The caller checks the shape: nonce of 12 bytes, aad_len <= MAX_AAD, len <=
     16 * medium_blocks(params).
@@ -205,10 +207,13 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     where piece_blocks allows them: records of 129 .. 16 * record_pieces bytes, in their own
     function so vg.short.enc.byte's 0..8-block pieces keep their registers.  Without ``extra``
     (`long_opens`): vg.short.dec.long, open's pieces from LONG_OPEN blocks, which the caller
-    picks by the length (`call`); vg.short.dec keeps the shorter ones."""
+    picks by the length (`call`); vg.short.dec keeps the shorter ones.
+
+    ``narrow_only``: vg.short.<mode>.narrow, the pieces of 1..NARROW_BLOCKS blocks only, which
+    use no vector wider than xmm, where the caller picks it by the length (`narrow_texts`)."""
     args = [ptr, ptr, ptr, i64, ptr, ptr, i64] + ([i8, i64] if extra else [])
-    f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only), vec(1),
-           args)
+    f = Fn(module, params, symbol(mode, extra, medium_only, long_only, chunks_only, narrow_only),
+           vec(1), args)
     if one_block_wide(params.backend):
         # the allocator reloads a round key where it would spill an AES state
         # (Fn.reloadable_keys).  The 16 registers hold 11 round keys at AES-128, so pieces of
@@ -220,7 +225,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         # 0.91-0.94x, records 80-128 B 0.92-0.96x, open 112-128 B 1.02-1.04x.  Not on
         # vaes_avx2 (no gain; open 96-128 B 1.09-1.11x at one offset).
         f.reloadable_keys()
-    if long_only:
+    if long_only or narrow_only:
         f.fn.attributes.add("noinline")  # inlined, it would reallocate its caller
     em, b, gh = f.em, f.b, f.gh
     ctx, nonce, aad, al, inp, out, ln = f.args[:7]
@@ -261,13 +266,15 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         first = LONG_OPEN
     elif long_open:
         pieces = LONG_OPEN - 1
+    if narrow_only:
+        first, pieces, long_open = 1, NARROW_BLOCKS, False
     tail_only = medium_only or chunks_only  # the pieces only the chunks reach
     # VAES: chunks of WIDE_CHUNK blocks (8 ymm AES chains; one of CHUNK has 4), the one
     # before the tail's piece joining its sums to the piece's (`chunk`): no loop, 2 * WIDE_CHUNK
     # blocks at most
     joined = chunks_only and _wide_unmasked(params.backend)
-    medium = tail_only or (not extra and not long_open and medium_blocks(params, mode) > pieces
-                              and not separate_medium(params))
+    medium = tail_only or (not extra and not long_open and not narrow_only
+                           and medium_blocks(params, mode) > pieces and not separate_medium(params))
 
     def chunk(nr: int, cin, cout, nvc, lc, a, nc, size: int = CHUNK,
               joined: bool = False) -> list:
@@ -736,11 +743,38 @@ def _wide_unmasked(be: Backend) -> bool:
     return be.prims == "x86" and not be.masked and be.width >= WIDE
 
 
+def narrow_texts(backend: Backend) -> bool:
+    """Whether texts of 1..NARROW_BLOCKS blocks go to vg.short.<mode>.narrow, whose pieces
+    use no vector wider than xmm, picked by its caller on the length (`call`): vaes_avx512.
+    Why: inside vg.short.<mode> LLVM ends them with a `vzeroupper`, though they run xmm
+    instructions only (register coalescing gives the nonce block a ymm register at the entry,
+    which the wide pieces broadcast, and the pieces share one return), and on Zen 5 that
+    `vzeroupper` is about 5% of a 16-byte seal.  A function without a ymm register has none.
+    Same run against the pieces inside vg.short.<mode>, Zen 5, two stack offsets: seal 1-16 B
+    0.94-0.96x, 32 B 0.98-1.00x, 33-64 B 1.00-1.02x, 0 B and 128 B-1 KiB 1.00x; open 1-32 B
+    0.96-0.99x, 64 B 1.015x, 256 B 1.01x (design notes, "Zen 5, twenty-first session").
+    Not on vaes_avx2: there open 33-64 B measured 1.03x and seal 16 B 0.985x (twentieth)."""
+    return backend.masked and backend.prims == "x86"
+
+
 def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
     medium_blocks unless given: where the medium path (and the chunks) are functions of their
     own, branches on the length pick them (.medium past SHORT_BLOCKS, .chunks past
-    MEDIUM_BLOCKS)."""
+    MEDIUM_BLOCKS), and where the backend has them, texts of 1..NARROW_BLOCKS blocks go to
+    .narrow (`narrow_texts`), one unsigned compare of the length less one."""
+    if not narrow_texts(fn.params.backend):
+        return _call_wider(fn, mode, args, blocks)
+    b, c = fn.b, (lambda x: ir.Constant(i64, x))
+    narrow = b.icmp_unsigned("<", b.sub(args[6], c(1)), c(16 * NARROW_BLOCKS))
+    (t,) = fn.em.if_else_values(
+        narrow, lambda: [b.call(b.module.globals[symbol(mode, narrow=True)], args)],
+        lambda: [_call_wider(fn, mode, args, blocks)], "narrow")
+    return t
+
+
+def _call_wider(fn: Fn, mode: Mode, args: list, blocks: int | None) -> ir.Value:
+    """`call` past the narrow texts."""
     em, b = fn.em, fn.b
     blocks = blocks or medium_blocks(fn.params, mode)
 
@@ -800,6 +834,8 @@ def build_all(module: ir.Module, params: Params) -> None:
     for mode in (ENC, DEC):
         if long_opens(params.backend, mode):  # first: vg.short.dec's caller calls it
             build_short(module, params, mode, long_only=True)
+        if narrow_texts(params.backend):
+            build_short(module, params, mode, narrow_only=True)
         build_short(module, params, mode)
         if separate_medium(params):
             build_short(module, params, mode, medium_only=True)
@@ -817,12 +853,14 @@ def placed_last(params: Params) -> list[str]:
     adding them moved no function before them (a function added mid-module moved open at
     257-367 B by 4-10% with its code unchanged, Zen 3: design notes); and vg.short.enc.copy
     where it is new, on vaes_avx512 (mid-module it moved the entries: gather and two-slice
-    with 1-1.1 KiB records 1.04-1.06x, their code unchanged)."""
+    with 1-1.1 KiB records 1.04-1.06x, their code unchanged); and the narrow functions, so no
+    other function moved."""
     last = [symbol(m, chunks=True) for m in (ENC, DEC) if chunks_inside(params, m)]
+    last += [symbol(m, narrow=True) for m in (ENC, DEC) if narrow_texts(params.backend)]
     return last + ([RECORD_COPY] if record_stitched(params) is not None else [])
 
 
-__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "SHORT_BLOCKS", "build_all", "call", "call_record",
-           "chunk_blocks", "fits", "medium_blocks", "nonce_block", "piece_blocks",
-           "placed_last", "record_blocks", "record_pieces", "record_stitched", "separate_medium",
-           "symbol", "with_byte"]
+__all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "NARROW_BLOCKS", "SHORT_BLOCKS", "build_all", "call",
+           "call_record", "chunk_blocks", "fits", "medium_blocks", "narrow_texts", "nonce_block",
+           "piece_blocks", "placed_last", "record_blocks", "record_pieces", "record_stitched",
+           "separate_medium", "symbol", "with_byte"]
