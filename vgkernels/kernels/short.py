@@ -761,20 +761,11 @@ def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     """vg.short.<mode>(args) for a text the caller checked with fits(..., blocks), blocks
     medium_blocks unless given: where the medium path (and the chunks) are functions of their
     own, branches on the length pick them (.medium past SHORT_BLOCKS, .chunks past
-    MEDIUM_BLOCKS), and where the backend has them, texts of 1..NARROW_BLOCKS blocks go to
-    .narrow (`narrow_texts`), one unsigned compare of the length less one."""
-    if not narrow_texts(fn.params.backend):
-        return _call_wider(fn, mode, args, blocks)
-    b, c = fn.b, (lambda x: ir.Constant(i64, x))
-    narrow = b.icmp_unsigned("<", b.sub(args[6], c(1)), c(16 * NARROW_BLOCKS))
-    (t,) = fn.em.if_else_values(
-        narrow, lambda: [b.call(b.module.globals[symbol(mode, narrow=True)], args)],
-        lambda: [_call_wider(fn, mode, args, blocks)], "narrow")
-    return t
-
-
-def _call_wider(fn: Fn, mode: Mode, args: list, blocks: int | None) -> ir.Value:
-    """`call` past the narrow texts."""
+    MEDIUM_BLOCKS), as they pick open's .long; then, where the backend has them, texts of
+    1..NARROW_BLOCKS blocks go to .narrow (`narrow_texts`): one unsigned compare of the
+    length less one, after open's test for .long (Zen 5, against no narrow function: open
+    144-192 B 1.009-1.016x, 208-304 B 1.00-1.01x; with the compare first, 144-208 B
+    1.012-1.024x)."""
     em, b = fn.em, fn.b
     blocks = blocks or medium_blocks(fn.params, mode)
 
@@ -783,6 +774,13 @@ def _call_wider(fn: Fn, mode: Mode, args: list, blocks: int | None) -> ir.Value:
 
     def past(n: int) -> ir.Value:
         return b.icmp_unsigned(">", args[6], ir.Constant(i64, 16 * n))
+
+    def short() -> list[ir.Value]:
+        if not narrow_texts(fn.params.backend):
+            return go()
+        one = ir.Constant(i64, 1)
+        narrow = b.icmp_unsigned("<", b.sub(args[6], one), ir.Constant(i64, 16 * NARROW_BLOCKS))
+        return em.if_else_values(narrow, lambda: go(narrow=True), go, "narrow")
 
     if chunks_inside(fn.params, mode) and blocks > MEDIUM_BLOCKS:
         # weighted: the short path falls through (laid out behind the call, it measured
@@ -801,10 +799,10 @@ def _call_wider(fn: Fn, mode: Mode, args: list, blocks: int | None) -> ir.Value:
             t.add_incoming(v, blk)
         return t
     if long_opens(fn.params.backend, mode) and blocks >= LONG_OPEN:
-        (t,) = em.if_else_values(past(LONG_OPEN - 1), lambda: go(long=True), go, "long")
+        (t,) = em.if_else_values(past(LONG_OPEN - 1), lambda: go(long=True), short, "long")
         return t
     if not separate_medium(fn.params) or blocks <= SHORT_BLOCKS:
-        return go()[0]
+        return short()[0]
     longer = lambda: go(medium=True)  # noqa: E731
     if blocks > MEDIUM_BLOCKS and chunk_blocks(fn.params.backend, mode):
         longer = lambda: em.if_else_values(  # noqa: E731
