@@ -752,8 +752,9 @@ def narrow_texts(backend: Backend) -> bool:
     `vzeroupper` is about 5% of a 16-byte seal.  A function without a ymm register has none.
     Same run against the pieces inside vg.short.<mode>, Zen 5, two stack offsets: seal 1-16 B
     0.94-0.96x, 32 B 0.98-1.00x, 33-64 B 1.00-1.02x, 0 B and 128 B-1 KiB 1.00x; open 1-32 B
-    0.96-0.99x, 64 B 1.015x, 256 B 1.01x (design notes, "Zen 5, twenty-first session").
-    Not on vaes_avx2: there open 33-64 B measured 1.03x and seal 16 B 0.985x (twentieth)."""
+    0.96-0.98x, 64 B 1.02x, 144-192 B 1.01-1.016x (design notes, "Zen 5, twenty-first
+    session").  Not on vaes_avx2: there open 33-64 B measured 1.03x and seal 16 B 0.985x
+    (twentieth session)."""
     return backend.masked and backend.prims == "x86"
 
 
