@@ -267,7 +267,7 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
     elif long_open:
         pieces = LONG_OPEN - 1
     if narrow_only:
-        first, pieces, long_open = 1, NARROW_BLOCKS, False
+        first, pieces = 1, NARROW_BLOCKS
     tail_only = medium_only or chunks_only  # the pieces only the chunks reach
     # VAES: chunks of WIDE_CHUNK blocks (8 ymm AES chains; one of CHUNK has 4), the one
     # before the tail's piece joining its sums to the piece's (`chunk`): no loop, 2 * WIDE_CHUNK
