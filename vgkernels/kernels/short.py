@@ -674,7 +674,7 @@ def piece_blocks(backend: Backend, mode: Mode = ENC) -> int:
     blocks left +8.0 at 321 B, at 16 +8.7 at 257 B).  Open's too, from LONG_OPEN blocks in a
     function of their own (`long_opens`); in one function with the shorter ones, pieces past
     14 blocks lost to the general path's zmm GHASH."""
-    return MASKED_PIECES[mode] if backend.masked and backend.prims == "x86" else SHORT_BLOCKS
+    return MASKED_PIECES[mode] if _masked(backend) else SHORT_BLOCKS
 
 
 def hash_first(params: Params, mode: Mode, m: int, tail: bool = False) -> bool:
@@ -714,7 +714,7 @@ def long_opens(backend: Backend, mode: Mode) -> bool:
     1.06-1.09x at 144-176 B and 1.06x at 16 B (the shorter pieces' registers moved); the split
     with the keys hoisted 1.045x at 128 B; the split and the keys without a call (a tail call
     from vg.short.dec's switch) 1.05x at 16 B (a callee-saved register in every open)."""
-    return backend.masked and backend.prims == "x86" and mode is DEC
+    return _masked(backend) and mode is DEC
 
 
 def keys_where_used(backend: Backend, mode: Mode) -> bool:
@@ -743,6 +743,12 @@ def _wide_unmasked(be: Backend) -> bool:
     return be.prims == "x86" and not be.masked and be.width >= WIDE
 
 
+def _masked(be: Backend) -> bool:
+    """vaes_avx512: masked loads and stores (its long pieces, open's long function, the
+    narrow texts)."""
+    return be.prims == "x86" and be.masked
+
+
 def narrow_texts(backend: Backend) -> bool:
     """Whether texts of 1..NARROW_BLOCKS blocks go to vg.short.<mode>.narrow, whose pieces
     use no vector wider than xmm, picked by its caller on the length (`call`): vaes_avx512.
@@ -755,7 +761,7 @@ def narrow_texts(backend: Backend) -> bool:
     0.96-0.98x, 64 B 1.02x, 144-192 B 1.01-1.016x (design notes, "Zen 5, twenty-first
     session").  Not on vaes_avx2: there open 33-64 B measured 1.03x and seal 16 B 0.985x
     (twentieth session)."""
-    return backend.masked and backend.prims == "x86"
+    return _masked(backend)
 
 
 def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
