@@ -136,6 +136,26 @@ def test_narrow_texts_hold_no_wide_register():
         assert all(".narrow" in kinds for kinds in callers.values()), callers
 
 
+def test_record_pieces_touch_no_stack():
+    """vaes_avx512's record pieces (vg.short.enc.byte and .byte.long, `short.record_registers`)
+    take all nine arguments in registers and save none of the caller's: no push, no pop, no
+    stack access at all, so no load of theirs can follow their output stores at the page offset
+    of one (4K aliasing).  The C convention had them save five registers and read three stack
+    arguments.  Static: the assembly for the row's features, on any host (the records
+    themselves: test_api_pieces)."""
+    from vgkernels import listing
+    from vgkernels.kernels import short
+
+    _, text = listing.text("vaes_avx512")
+    funcs = listing.functions(text)
+    names = [short.symbol(short.ENC, extra=True), short.symbol(short.ENC, extra=True, long=True)]
+    for name in names:
+        assert not re.search(r"\bpush|\bpop|%rsp|%rbp", funcs[name]), name
+    calls = re.compile(rf"^\s*callq?\s+{re.escape(names[0])}$", re.M)
+    assert any(calls.search(t) for t in funcs.values())  # a real call: its caller saves
+    assert not short.record_registers(get("vaes_avx2"))
+
+
 @pytest.mark.parametrize("cpu", sorted(HASH_FIRST_ONE))
 def test_one_block_open_hashed_first_on_any_host(cpu):
     """aesni_pclmul_avx's one-block open piece hashes first only in code scheduled for the

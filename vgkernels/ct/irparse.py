@@ -40,8 +40,8 @@ class Instr:
         i = 1
         while i < len(words) and words[i] in ("volatile", "atomic", "nuw", "nsw", "inbounds",
                                                "exact", "disjoint", "nneg", "samesign", "tail",
-                                               "fastcc", "eq", "ne", "ugt", "uge", "ult", "ule",
-                                               "sgt", "sge", "slt", "sle"):
+                                               "fastcc", "preserve_nonecc", "eq", "ne", "ugt",
+                                               "uge", "ult", "ule", "sgt", "sge", "slt", "sle"):
             i += 1
         m = _TYPE.match(" ".join(words[i:]))
         return m.group(1) if m else "?"

@@ -78,6 +78,7 @@ LONG_OPEN = 12  # blocks: vaes_avx512's open pieces from here in vg.short.dec.lo
 HASH_FIRST = 4  # blocks: aesni_pclmul_avx's open pieces from here hash first (hash_first)
 HASH_FIRST_ONE = frozenset({"znver5"})  # LLVM CPUs where its one-block piece does too
 NARROW_BLOCKS = 2  # vaes_avx512: texts of 1..2 blocks in vg.short.<mode>.narrow (narrow_texts)
+RECORD_CC = "preserve_nonecc"  # vaes_avx512: vg.short.enc.byte's convention (record_registers)
 WIDE = 2  # blocks per vector (ymm) where the backend has VAES
 WIDE_FROM = 3  # blocks: from here whole blocks go WIDE to a vector
 MAX_AAD = 16
@@ -225,6 +226,8 @@ def build_short(module: ir.Module, params: Params, mode: Mode, extra: bool = Fal
         # 0.91-0.94x, records 80-128 B 0.92-0.96x, open 112-128 B 1.02-1.04x.  Not on
         # vaes_avx2 (no gain; open 96-128 B 1.09-1.11x at one offset).
         f.reloadable_keys()
+    if extra and record_registers(params.backend):
+        f.fn.calling_convention = RECORD_CC
     if long_only or narrow_only:
         f.fn.attributes.add("noinline")  # inlined, it would reallocate its caller
     em, b, gh = f.em, f.b, f.gh
@@ -747,6 +750,21 @@ def _masked(be: Backend) -> bool:
     """vaes_avx512: masked loads and stores (its long pieces, open's long function, the
     narrow texts)."""
     return be.prims == "x86" and be.masked
+
+
+def record_registers(backend: Backend) -> bool:
+    """Whether vg.short.enc.byte and .byte.long (internal: the C ABI is untouched) take
+    LLVM's RECORD_CC convention: all nine arguments in registers, none of the caller's
+    registers to save: vaes_avx512.  Why (Zen 5): under the C convention they saved five
+    registers and read three stack arguments, and their register restores came right after
+    their output stores; where a restore shared its page offset with an output block (at the
+    driver's default stack offset, 2560, for records of 48-127 B) the load waited on the store
+    (4K aliasing): 2-3 ns.  Without them, same run, seven stack offsets: gather n + 1 at
+    16-191 B 0.93-0.99x (48-127 B at 2560: 0.81-0.91x), two-slice 0.93-0.99x; 193-256 B
+    1.00-1.04x (their callers' registers moved).  Not on the other x86 backends: smaller gains,
+    and vaes_avx2's two-slice at 193 B 1.13x at one offset (design notes, "Zen 5,
+    twenty-second session")."""
+    return _masked(backend)
 
 
 def narrow_texts(backend: Backend) -> bool:
