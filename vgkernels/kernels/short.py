@@ -761,9 +761,9 @@ def record_registers(backend: Backend) -> bool:
     driver's default stack offset, 2560, for records of 48-127 B) the load waited on the store
     (4K aliasing): 2-3 ns.  Without them, same run, seven stack offsets: gather n + 1 at
     16-191 B 0.93-0.99x (48-127 B at 2560: 0.81-0.91x), two-slice 0.93-0.99x; 193-256 B
-    1.00-1.04x (their callers' registers moved).  Not on the other x86 backends: smaller gains,
-    and vaes_avx2's two-slice at 193 B 1.13x at one offset (design notes, "Zen 5,
-    twenty-second session")."""
+    1.00-1.04x (their callers' registers moved).  Not on the other x86 backends: gather 0.94-0.99x
+    at 16-127 B but 1.01-1.02x at 176-256 B, and their target 5 held already (design notes,
+    "Zen 5, twenty-second session")."""
     return _masked(backend)
 
 
