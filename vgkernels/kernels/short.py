@@ -803,8 +803,7 @@ def call(fn: Fn, mode: Mode, args: list, blocks: int | None = None) -> ir.Value:
     def short() -> list[ir.Value]:
         if not narrow_texts(fn.params.backend):
             return go()
-        one = ir.Constant(i64, 1)
-        narrow = b.icmp_unsigned("<", b.sub(args[6], one), ir.Constant(i64, 16 * NARROW_BLOCKS))
+        narrow = within(b, args[6], 1, 16 * NARROW_BLOCKS)
         return em.if_else_values(narrow, lambda: go(narrow=True), go, "narrow")
 
     if chunks_inside(fn.params, mode) and blocks > MEDIUM_BLOCKS:
