@@ -62,8 +62,9 @@ class Backend:
 
     def leads(self, group: int, record: bool = True) -> bool:
         """Whether enc, built with this default group, hands long messages to its lead
-        function (`kernels.bulk.BulkFn.call_lead`); ``record``: enc's record form (the
-        two-slice entry's extra byte) or, by default, either."""
+        function (`kernels.bulk.BulkFn.call_lead`): where the lead group is larger, and for
+        the record form (``record``: the two-slice entry's extra byte) where the row says
+        (`lead_records`).  The default asks whether the lead function is built at all."""
         return self.lead_group > group or (record and self.lead_records)
 
     def karatsuba_for(self, llvm_cpu: str | None = None) -> bool:
