@@ -1,11 +1,8 @@
 """seal's loop forms that hash something other than the group just stored, from the output:
 the lead loop hashing the group stored two iterations back (`Backend.enc_lag` 2: vaes_avx2, and
-vaes_avx512's smaller groups under its lead of 32 when a backend row sets it), the loops that
-take each group's states at the top of its iteration, seal's own and the lead function's of a
-row whose lead group is its default one, which only the record form calls (`Backend.
-states_at_top`, `Backend.lead_records`: aesni_pclmul_avx), and the loop hashing the previous
-group from registers (`Backend.enc_carry`: vaes_avx512, in its own function from
-CARRY_MIN_GROUPS groups).
+vaes_avx512's smaller groups under its lead of 32 when a backend row sets it), and the loop
+hashing the previous group from registers (`Backend.enc_carry`: vaes_avx512, in its own
+function from CARRY_MIN_GROUPS groups).
 
 For each, in the default build, the split tail and the smallest group: every block count from
 one below the hand-over through three more groups, every remainder, partial final blocks, into
@@ -29,7 +26,7 @@ from vgkernels.kernels.leftover import U
 from vgkernels.kernels.stitched import CARRY_MIN_GROUPS
 from vgkernels.variant import Variant
 
-FORMS = [b for b in BY_NAME.values() if b.enc_lag == 2 or b.enc_carry or b.lead_records]
+FORMS = [b for b in BY_NAME.values() if b.enc_lag == 2 or b.enc_carry]
 # the default build, the split tail, and the smallest group (a lead group above it)
 CASES = [(b.name, v) for b in FORMS
          for v in (Variant(), Variant(tail="split"), Variant(group=min(b.groups)))]
@@ -48,8 +45,7 @@ def block_counts(name: str, variant: Variant) -> list[int]:
 
 
 def test_some_backend_has_the_forms():
-    assert (any(b.enc_lag == 2 for b in FORMS) and any(b.enc_carry for b in FORMS)
-            and any(b.lead_records and b.states_at_top for b in FORMS)), \
+    assert any(b.enc_lag == 2 for b in FORMS) and any(b.enc_carry for b in FORMS), \
         "a loop form this module tests is gone from the backend table"
 
 

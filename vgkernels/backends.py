@@ -37,10 +37,6 @@ class Backend:
     hash_lag: int = 0  # the stitched groups begin their multiplies this many AES rounds in
     hash_state_last: bool = False  # and hash the vector the state is XORed into last
     # (`stitched.GroupHash`; measured on Zen 5, design notes "Zen 5, eighteenth session")
-    states_at_top: bool = False  # enc's unskewed loops take each group's counter states at
-    # the top of its iteration (`stitched.checked`), not an iteration ahead
-    lead_records: bool = False  # enc's record form hands long texts to the lead function
-    # even when the lead group is the default one (`leads`)
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -59,13 +55,6 @@ class Backend:
         lead function where it is larger than the default group, dec's first loop;
         `kernels.bulk`)."""
         return max(self.groups)
-
-    def leads(self, group: int, record: bool = True) -> bool:
-        """Whether enc, built with this default group, hands long messages to its lead
-        function (`kernels.bulk.BulkFn.call_lead`): where the lead group is larger, and for
-        the record form (``record``: the two-slice entry's extra byte) where the row says
-        (`lead_records`).  The default asks whether the lead function is built at all."""
-        return self.lead_group > group or (record and self.lead_records)
 
     def karatsuba_for(self, llvm_cpu: str | None = None) -> bool:
         """The default GHASH multiply of code scheduled for ``llvm_cpu`` (None: the CPU this
@@ -126,7 +115,7 @@ BACKENDS: tuple[Backend, ...] = (
         "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
         width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2, karatsuba=True,
-        first_round=True, states_at_top=True, lead_records=True,
+        first_round=True,
         notes="VEX encoding, the background threads' StitchAvx8",
     ),
     Backend(
@@ -145,7 +134,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
         karatsuba=True, skew=0, stitch_min=32, enc_carry=True, first_round=True, hash_lag=3,
-        hash_state_last=True, states_at_top=True,
+        hash_state_last=True,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

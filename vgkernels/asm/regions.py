@@ -7,9 +7,8 @@
   comes before the leftover chunk in the generator), its hot path (the counter's rare carry
   branch not taken).
 - ``lead``: the stitched loop of ``vg.bulk.enclead.10``, where a backend has one (its largest
-  group is larger than the default, or its record form takes it: `Backend.leads`), which enc
-  (with `Backend.lead_records` only its record form) hands long messages to: the loop that
-  runs at 16-64 KiB.
+  group is larger than the default: `Backend.lead_group`), which enc hands long messages to:
+  the loop that runs at 16-64 KiB.
 - ``leftover``: the leftover chunk's loop in the same function (the next loop: u vectors of
   ``min(group / width, 4)`` per iteration).
 - ``key_setup``: the loop of ``<prefix>_key_init`` that builds the table of H powers (the

@@ -128,7 +128,7 @@ class BulkFn:
             # 0.98-1.007), records 320-496 B 0.89-0.96, seal 336-384 B 0.965, 400-496 B
             # 0.99-1.02.
             self.leftover_vectors = params.v
-        if mode is ENC and not lead and params.backend.leads(g, record=extra):
+        if mode is ENC and not lead and params.backend.lead_group > g:
             # first: the round keys and powers below are then loaded after the call, not
             # kept across it (every vector register is caller-saved)
             self.call_lead()
@@ -255,12 +255,7 @@ class BulkFn:
         before the end and leaves the reduced GHASH value and the counter in io; the rest of
         this function then runs on what is left, unchanged.  A separate function: with the
         lead loop in this one, the group-G loop's registers came out worse (2 more spill
-        stores per iteration, 1-2 KiB seal 7% slower, 2 KiB 38% in one layout).
-
-        A row may send its record form here though its lead group is the default one
-        (`Backend.lead_records`): on aesni_pclmul_avx the record function's own loop, the same
-        IR as seal's, came out slower than seal's (gather and two-slice 1.00-1.03 of the loop
-        before, seal 0.93-0.97; through the lead function 0.97, Zen 5)."""
+        stores per iteration, 1-2 KiB seal 7% slower, 2 KiB 38% in one layout)."""
         em, b, lead, g = self.em, self.b, self.p.backend.lead_group, self.p.g
         nb = b.lshr(self.nbytes, _c(4))
 
@@ -447,7 +442,7 @@ def seals_end_first(params: Params) -> bool:
 def build_all(module: ir.Module, params: Params) -> None:
     """Every bulk function plus the nr-dispatching wrappers vg.bulk.<mode>."""
     BulkFn(module, params, HASH, 0).build()
-    if params.backend.leads(params.g):
+    if params.backend.lead_group > params.g:
         for nr in NR:
             BulkFn(module, params, ENC, nr, lead=True).build_lead()
     for nr in NR:

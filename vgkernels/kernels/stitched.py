@@ -324,16 +324,14 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     blocks0 = begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v))
     base0 = first_round_base(fn, ctr)
     skewed = fn.skew > 0
-    # Not skewed, where the row says (`Backend.states_at_top`): the next group's counters
-    # derived branch-free from vector 0 after the group and checked at the top of the next
-    # iteration (`checked`), so neither the next vectors nor a branch sit across the group.
-    # vaes_avx512: 19 fewer instructions and 8 fewer stack references per iteration; seal
-    # 512 B-4 KiB 0.83-0.97x, 16-64 KiB the same (same-run A/B).  With the first-round table
-    # the states come from it at the top of the iteration (`checked`): per group 8 zmm
-    # vaesenc, 8 adds and 8 XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4,
-    # eleventh session").  aesni_pclmul_avx: 251 instructions per iteration to 233, seal
-    # 1.8-64 KiB 0.91-0.97x (Zen 5, design notes "Zen 5, twenty-third session").
-    late = not skewed and fn.p.backend.states_at_top
+    # AVX-512 (32 vector registers), not skewed: the next group's counters derived branch-free
+    # from vector 0 after the group and checked at the top of the next iteration (`checked`),
+    # so neither the 8 next vectors nor a branch sit across the group: 19 fewer instructions
+    # and 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
+    # same (vaes_avx512, same-run A/B).  With the first-round table the states come from it
+    # at the top of the iteration (`checked`): per group 8 zmm vaesenc, 8 adds and 8
+    # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").
+    late = not skewed and fn.p.w >= 4
     if late:  # with the table, the states come from it at the top (`checked`)
         nxt1, base1 = late_next(fn, blocks0), base0
     else:
@@ -456,24 +454,17 @@ def enc_lead(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[ir.
     lag = fn.p.backend.enc_lag
     blocks, s, c = begin(fn, ctrs.counter_blocks(em, ctr, w, lead // w)), s0, ctr
     base = first_round_base(fn, ctr)
-    # the states at the top of each iteration, as enc_region's loop takes them
-    # (`Backend.states_at_top`), where the lead group is the default one (`Backend.lead_records`)
-    late = fn.p.backend.states_at_top and lead == fn.p.g and lag == 1
     for k in range(lag):  # the first groups: nothing stored yet to hash
         stitched_group(fn, _c(k * lead), s, blocks, None, g=lead)
-        blocks, base = (([], base) if late else
-                        advance(fn, c, _c(k * lead), blocks, derive=True, g=lead, base=base))
+        blocks, base = advance(fn, c, _c(k * lead), blocks, derive=True, g=lead, base=base)
         c = ctrs.add(em, c, lead)
     with em.loop(f"lead{lead}", lambda v: b.icmp_unsigned("<=", b.add(v.i, _c(lag * lead)), end),
                  i=_c(lag * lead), s=s, ctr=c, blocks=blocks, base=base) as v:
         base = em.gep(fn.out, b.shl(b.sub(v.i, _c(lag * lead)), _c(4)))
+        v.s, _ = stitched_group(fn, v.i, v.s, v.blocks, base, g=lead)
         i, c = v.i, v.ctr
-        if late:
-            blocks, v.base = checked(fn, c, i, [], v.base)
-        v.s, _ = stitched_group(fn, i, v.s, blocks if late else v.blocks, base, g=lead)
         v.i, v.ctr = b.add(i, _c(lead)), ctrs.add(em, c, lead)
-        if not late:
-            v.blocks, v.base = advance(fn, c, i, v.blocks, derive=True, g=lead, base=v.base)
+        v.blocks, v.base = advance(fn, c, i, v.blocks, derive=True, g=lead, base=v.base)
     i, s, c = v.i, v.s, v.ctr
     if lag == 2:  # the last group's iteration hashes both stored groups
         base = em.gep(fn.out, b.shl(b.sub(i, _c(2 * lead)), _c(4)))
