@@ -14,18 +14,18 @@
 profile = "quick"  # tiny | quick | full
 out_dir = None  # report directory (default reports/<date>-<host>-<llvm cpu>/)
 data_dir = None  # sweep data (default <out_dir>/data)
-backends = None  # default: aesni_pclmul_avx, vaes_avx2, vaes_avx512 (the usable ones)
+backends = None  # default: aesni_pclmul_avx, vaes_avx2, vaes_avx512 (the usable ones; records
+# also aesni_pclmul)
 
 # %%
 import matplotlib.pyplot as plt
 
 from vgkernels import report
 from vgkernels.analysis import targets as at
-from vgkernels.bench import targets as bt
 from vgkernels.report import targets as tg
 
 nb = report.start("10_targets", profile, out_dir, data_dir, backends, only=tg.only(backends))
-raw = tg.measure(nb.profile, bt.usable_backends(nb.backends))
+raw = tg.measure(nb.profile, nb.backends if backends else None)
 tab = at.table(raw)
 
 # %% [markdown]

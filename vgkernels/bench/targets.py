@@ -41,6 +41,8 @@ from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
 
 BACKENDS = ("aesni_pclmul_avx", "vaes_avx2", "vaes_avx512")  # the issue's bulk targets
+# target 5 (records) is set for every x86 backend
+RECORD_BACKENDS = ("aesni_pclmul", *BACKENDS)
 BULK = (16384, 65536)
 REMAINDER_BASE = 1024  # whole groups for every backend (64 blocks)
 SHORT = (16, 64)
@@ -90,10 +92,13 @@ class Profile:
     # open against seal and the peers; 128, 192 and 288 B fall in vaes_avx512's pieces (and
     # vaes_avx2's chunks), where open measured 1.08-1.17x seal before its long pieces; 752 and
     # 1104 B end 7 and 5 blocks after vaes_avx2's groups (open 1.05-1.09x seal before its
-    # rest pieces) and in a masked end of one and two groups on vaes_avx512
+    # rest pieces) and in a masked end of one and two groups on vaes_avx512.  Records: 1535
+    # and 2047 B end the one-block-wide backends' chunks (aesni_pclmul) and vg.record.pieces
+    # (`gather.RECORD_UPTO`), 1743 B lies between
     sweep_sizes: tuple[int, ...] = (16, 64, 128, 192, 256, 288, 752, 1024, 1104, 4096, 16384,
                                     65536)
-    record_sizes: tuple[int, ...] = (16, 63, 64, 127, 255, 256, 511, 1023, 4096, 16384)
+    record_sizes: tuple[int, ...] = (16, 63, 64, 127, 255, 256, 511, 1023, 1535, 1743, 2047,
+                                     4096, 16384)
     sweep_k: int = 11
     aes_chains: tuple[int, ...] = (4, 8, 12, 16)
     peers: bool = True
@@ -108,7 +113,8 @@ PROFILES = {
                      confirm_slowest=6,
                      confirm_k=11,
                      sweep_sizes=(16, 64, 1024, 16384, 65536),
-                     record_sizes=(63, 255, 256, 1023, 16384), sweep_k=5, aes_chains=(4, 8, 16)),
+                     record_sizes=(63, 255, 256, 1023, 2047, 16384), sweep_k=5,
+                     aes_chains=(4, 8, 16)),
     "tiny": Profile(k=3, passes=1, gap_s=0.0, target_us=5.0, sawtooth=(511,), remainders=1,
                     place_sizes=(4096,), io_step=1024, stack_step=1024, va_buffers=2,
                     stack_lines=(2048,), ctx_pages=2, ctx_sizes=(1024,),
@@ -490,9 +496,10 @@ def paired_rows(samples: pd.DataFrame, part: str, base: tuple[str, str],
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 
-def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
+def measure_sweeps(backends: Sequence[str], prof: Profile,
+                   records: Sequence[str] | None = None) -> pd.DataFrame:
     """The ``sizes`` (with peers) and ``two_slice`` sweeps, one masked worker per backend, and
-    their same-round pairs (`PAIRS`)."""
+    their same-round pairs (`PAIRS`); ``two_slice`` on ``records`` (default: ``backends``)."""
     from .sweep import run
 
     frames = []
@@ -501,7 +508,7 @@ def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
     res = run("sizes", sizes=list(prof.sweep_sizes), peers=prof.peers, **common)  # aws-lc too
     found = {"sweep_sizes": res}
     frames.append(res.df.assign(part="sweep_sizes"))
-    ts = [b for b in backends if get(b).two_slice]
+    ts = [b for b in (backends if records is None else records) if get(b).two_slice]
     if ts:
         res = run("two_slice", sizes=list(prof.record_sizes), peers=False,
                   **{**common, "backends": ts})
@@ -516,7 +523,8 @@ def measure_sweeps(backends: Sequence[str], prof: Profile) -> pd.DataFrame:
 def measure(backends: Sequence[str] | None = None, profile: str | Profile = "full",
             sweeps: bool = True, progress: Callable[[str], None] | None = None
             ) -> pd.DataFrame:
-    """Every raw row issue 12's targets need, for the usable backends among ``backends``."""
+    """Every raw row issue 12's targets need, for the usable backends among ``backends``
+    (None: BACKENDS, and RECORD_BACKENDS for target 5)."""
     prof = PROFILES[profile] if isinstance(profile, str) else profile
     bes = usable_backends(backends)
     if not bes:
@@ -527,7 +535,7 @@ def measure(backends: Sequence[str] | None = None, profile: str | Profile = "ful
     if sweeps:
         if progress:
             progress("sweeps (worker processes)")
-        frames.append(measure_sweeps(bes, prof))
+        frames.append(measure_sweeps(bes, prof, usable_backends(backends or RECORD_BACKENDS)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -543,7 +551,8 @@ def main(argv: list[str]) -> int:
                                 description="Issue 12's targets on this host: bound, floor, "
                                             "sawtooth, placement, records, open, peers.")
     p.add_argument("--backends", help="comma list (default: "
-                   + ",".join(BACKENDS) + ", the usable ones)")
+                   + ",".join(BACKENDS) + ", the usable ones; target 5 also on "
+                   + ",".join(b for b in RECORD_BACKENDS if b not in BACKENDS) + ")")
     p.add_argument("--profile", choices=sorted(PROFILES), default="full")
     p.add_argument("--no-sweeps", action="store_true",
                    help="skip the worker sweeps (peers, records, open)")
@@ -570,5 +579,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["BACKENDS", "BULK", "PROFILES", "Profile", "main", "measure", "measure_local",
-           "measure_sweeps", "paired_rows", "remainder_blocks", "usable_backends"]
+__all__ = ["BACKENDS", "BULK", "PROFILES", "RECORD_BACKENDS", "Profile", "main", "measure",
+           "measure_local", "measure_sweeps", "paired_rows", "remainder_blocks", "usable_backends"]

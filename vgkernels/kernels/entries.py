@@ -221,7 +221,7 @@ def build_record(module: ir.Module, params: Params) -> None:
     e.guard(b.or_(b.icmp_unsigned(">", n0, _c(MAX_PLAINTEXT)),
                   b.icmp_unsigned(">", total, _c(MAX_PLAINTEXT))), abi.RC_TEXT_TOO_LONG)
     stitched = b.append_basic_block("stitched")
-    with b.if_then(short.fits(b, nl, al, total, short.record_blocks(params))):
+    with b.if_then(short.fits(b, nl, al, total, short.medium_blocks(params))):
         (byte,) = em.if_else_values(b.icmp_unsigned("==", n1, _c(1)),
                                     lambda: [em.load_int(p1, 0, i8)],
                                     lambda: [ir.Constant(i8, 0)], "sbyte")

@@ -32,8 +32,8 @@ on the one-block-wide backends in its own, vg.short.<mode>.medium (``separate_me
 16-128 B pieces keep their register allocation (design notes, "The medium path").
 
 Chunks (``chunk_blocks``: seal on the one-block-wide backends and open on aesni_pclmul_avx,
-seal and open on vaes_avx2): past MEDIUM_BLOCKS, up to 640 B seal and open (AVX),
-2560 B (SSE), or 512 B seal and open (vaes_avx2),
+seal and open on vaes_avx2): past MEDIUM_BLOCKS, up to 1024 B seal and open (AVX),
+1536 B seal (SSE), or 512 B seal and open (vaes_avx2),
 vg.short.<mode>.chunks loops over chunks of CHUNK blocks, each folding the sum so far into S
 (S*H^CHUNK + the chunk's terms, one reduction), while more than MEDIUM_BLOCKS blocks remain,
 then ends as the medium path does.  On VAES: a chunk of WIDE_CHUNK blocks (reduced) when more
@@ -53,7 +53,7 @@ from llvmlite import ir
 from .. import abi
 from ..backends import Backend
 from ..ir import aes, partial
-from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
+from ..ir.core import Emitter, bvec, dvec, i1, i8, i32, i64, i128, ptr, vec, zero
 from ..ir.ghash import Parts
 from .common import Fn, Params, copy_from_64, one_block_wide, within
 from .modes import DEC, ENC, Mode
@@ -62,12 +62,10 @@ SHORT_BLOCKS = 8  # texts of at most 128 bytes
 RECORD_COPY = "vg.short.enc.copy"
 CHUNK = 8  # blocks: the medium path's first chunk
 MEDIUM_BLOCKS = SHORT_BLOCKS + CHUNK  # texts of at most 256 bytes
-# chunks up to 2560 bytes (SSE: seal), 1728 (AVX: seal) or 1024 (AVX: open) on the
-# one-block-wide backends; on VAES without masks, seal and open up to VAES_CHUNK_BLOCKS:
-# chunk_blocks.  Records through them (copied, `build_record_copy`) up to AVX_RECORD_BLOCKS
-# on AVX (record_blocks).
-CHUNK_BLOCKS = {"sse": {ENC: 160, DEC: 0}, "avx": {ENC: 108, DEC: 64}}
-AVX_RECORD_BLOCKS = 64
+# chunks up to 1536 bytes (SSE: seal) or 1024 (AVX: seal and open) on the one-block-wide
+# backends; on VAES without masks, seal and open up to VAES_CHUNK_BLOCKS: chunk_blocks.
+# Records through them as far (copied, `build_record_copy`).
+CHUNK_BLOCKS = {"sse": {ENC: 96, DEC: 0}, "avx": {ENC: 64, DEC: 64}}
 VAES_CHUNK_BLOCKS = {ENC: 32, DEC: 32}
 WIDE_CHUNK = 16  # blocks: the chunks on VAES (8 ymm AES chains); see build_short
 RECORD_PIECES = 12  # vaes_avx512: records through pieces up to 192 bytes (record_pieces)
@@ -539,12 +537,21 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     the pieces with the byte (RECORD_PIECES), pieces with the byte up to 19 blocks instead
     measured 1.01-1.07x this copy at 13-16 blocks and the same at 17-19, with 2.8 times the
     code (Zen 4, same run).  Its own function, so vg.short.enc.byte's
-    code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B)."""
+    code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B).
+    On the SSE backend the piece goes through libc's memcpy, which moves as wide as the CPU
+    allows, where the backend's own copy has 16-byte moves: against that copy, same run, Zen 5,
+    gather n + 1 207-767 B 0.96-0.98x (it had measured 1.01-1.03x copy + in-place seal, whose
+    copy is the caller's memcpy).  Not on AVX: aesni_pclmul_avx 1.00-1.04x, vaes_avx2 up to
+    1.18x (300 B)."""
     f = Fn(module, params, RECORD_COPY, vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64, i8, i64])
     f.fn.attributes.add("noinline")
     em, b = f.em, f.b
     ctx, nonce, aad, al, inp, out, n0, byte, nb = f.args
-    copy_from_64(em, inp, n0, out)
+    if params.backend.vex:
+        copy_from_64(em, inp, n0, out)
+    else:  # 16-byte moves only: libc's memcpy moves what the CPU allows (see the docstring)
+        memcpy = em.intrinsic("llvm.memcpy.p0.p0.i64", ir.VoidType(), [ptr, ptr, i64, i1])
+        b.call(memcpy, [out, inp, n0, ir.Constant(i1, 0)])
     with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
         em.store_int(byte, out, n0)
     args = [ctx, nonce, aad, al, out, out, b.add(n0, nb)]
@@ -556,7 +563,7 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
 
 def call_record(fn: Fn, args: list, total: ir.Value, stitched: ir.Block) -> ir.Value:
     """vg.short.enc.byte(args) for a record of ``total`` bytes the caller checked with
-    fits(..., record_blocks); past record_pieces blocks, vg.short.enc.copy (the same
+    fits(..., medium_blocks); past record_pieces blocks, vg.short.enc.copy (the same
     arguments) instead, or a branch to ``stitched`` (the stitched record path) for the block
     counts of record_stitched: that check only past the pieces, so the records the pieces take
     see no more than one length compare.  (Where the pieces go further than SHORT_BLOCKS,
@@ -565,7 +572,7 @@ def call_record(fn: Fn, args: list, total: ir.Value, stitched: ir.Block) -> ir.V
     module = b.module
     record = module.globals[symbol(ENC, extra=True)]
     upto = record_pieces(fn.params)
-    if record_blocks(fn.params) <= upto:
+    if medium_blocks(fn.params) <= upto:
         return b.call(record, args)
 
     def copied() -> list[ir.Value]:
@@ -612,6 +619,13 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     block than for the whole group before it, so each limit sits where the step from the
     chunks' last length to the general path's next is smallest: seal 1728 -> 1729 B +2.3%
     (at 1648 it was +4.6%), open 1024 -> 1025 B +2.8% (at 1008, +12.6 ns).
+    On Zen 5 (design notes "Zen 5, twenty-fourth session") the general path had gained:
+    against it, same run, seal on aesni_pclmul_avx 1025-1728 B 0.93-0.99x the chunks
+    (1024 -> 1025 B +1.8% now), 641-1023 B 1.01-1.08x, so seal stops at 1024 B as open does;
+    on aesni_pclmul 1537-2560 B 0.93-0.97x, 1023-1535 B 0.995-1.055x (partial last blocks;
+    whole ones 0.95-0.98x), so it stops at 1536 B (1536 -> 1537 B: -2%).  Records follow
+    (`build_record_copy`): on aesni_pclmul the stitched record path measured 1.02-1.16x copy
+    + chunks at 300-767 B, 0.89-0.94x at 1.3-2 KiB.
 
     VAES_CHUNK_BLOCKS on vaes_avx2, seal and open (chunks of WIDE_CHUNK blocks; design notes
     "Zen 3, fourth session"): against the general path, same run, Zen 3, seal 257-511 B
@@ -627,25 +641,13 @@ def chunk_blocks(backend: Backend, mode: Mode = ENC) -> int:
     return CHUNK_BLOCKS["avx" if backend.vex else "sse"][mode]
 
 
-def record_blocks(params: Params) -> int:
-    """The most blocks of text a record (a piece, then a byte) takes through the short path:
-    medium_blocks, but at most AVX_RECORD_BLOCKS on the one-block-wide AVX backend; the
-    records past record_pieces are copied into the output and sealed there (vg.short.enc.copy).
-    Why the cap (Zen 4, same run, aesni_pclmul_avx): past 1 KiB, records copied and sealed by
-    the chunks measured 1.02-1.07x the stitched record path, below it 0.94-0.99x."""
-    be = params.backend
-    if one_block_wide(be) and be.vex:
-        return min(medium_blocks(params), AVX_RECORD_BLOCKS)
-    return medium_blocks(params)
-
-
 def record_stitched(params: Params) -> tuple[int, int] | None:
-    """Block counts within record_blocks whose records the stitched record path takes instead
+    """Block counts within medium_blocks whose records the stitched record path takes instead
     (None: none).  vaes_avx512, same run, Zen 4 (design notes, "Zen 4, sixteenth session"):
     its stitched path costs a flat 35.8 ns for one group of 13-16 blocks and 44.9 ns for
     the group and a masked end (17-19 blocks); copy + pieces cost 33.1-35.0 ns at 13-14 blocks,
     37.0-37.7 at 15-16 and 38.6-40.8 at 17-19."""
-    return RECORD_STITCHED if params.backend.masked and record_blocks(params) > record_pieces(
+    return RECORD_STITCHED if params.backend.masked and medium_blocks(params) > record_pieces(
         params) else None
 
 
@@ -866,7 +868,7 @@ def build_all(module: ir.Module, params: Params) -> None:
     if long_records(params):  # first: vg.short.enc.byte calls it
         build_short(module, params, ENC, extra=True, long_only=True)
     build_short(module, params, ENC, extra=True)
-    if record_pieces(params) < record_blocks(params):
+    if record_pieces(params) < medium_blocks(params):
         build_record_copy(module, params)
 
 
@@ -884,5 +886,5 @@ def placed_last(params: Params) -> list[str]:
 
 __all__ = ["MAX_AAD", "MEDIUM_BLOCKS", "NARROW_BLOCKS", "SHORT_BLOCKS", "build_all", "call",
            "call_record", "chunk_blocks", "fits", "medium_blocks", "narrow_texts", "nonce_block",
-           "piece_blocks", "placed_last", "record_blocks", "record_pieces", "record_stitched",
+           "piece_blocks", "placed_last", "record_pieces", "record_stitched",
            "separate_medium", "symbol", "with_byte"]
