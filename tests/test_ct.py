@@ -190,3 +190,29 @@ declare void @llvm.stackrestore.p0(ptr)
     assert bool(found) == flagged, found
     if flagged:
         assert all("asm" in f for f in found)
+
+
+@pytest.mark.parametrize("callee", ["memcpy", "memmove"])
+def test_copies_carry_their_labels_and_take_a_public_length(callee):
+    """llvm.memcpy and llvm.memmove (the SSE kernels copy records through libc's memmove)
+    move the source's labels into the destination; a secret length is a finding."""
+    ir_text = f"""define void @t_copy(ptr %.1, ptr %.2, i64 %.3) {{
+entry:
+  call void @llvm.{callee}.p0.p0.i64(ptr %.2, ptr %.1, i64 %.3, i1 false)
+  %x = load i8, ptr %.2, align 1
+  %z = icmp eq i8 %x, 0
+  br i1 %z, label %a, label %b
+a:
+  %s = load i64, ptr %.1, align 1
+  call void @llvm.{callee}.p0.p0.i64(ptr %.2, ptr %.1, i64 %s, i1 false)
+  ret void
+b:
+  ret void
+}}
+declare void @llvm.{callee}.p0.p0.i64(ptr, ptr, i64, i1)
+"""
+    r = taint.analyse(ir_text, "t", {"t_copy": ["text", "public", ""]})
+    got = sorted((f.kind, f.instruction.split("(")[0], tuple(sorted(f.labels)))
+                 for f in r.findings)
+    assert got == [("branch", "br i1 %z, label %a, label %b", ("text",)),
+                   ("call", f"call void @llvm.{callee}.p0.p0.i64", ("text",))], got

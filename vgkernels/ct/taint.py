@@ -26,7 +26,7 @@ CT_INTRINSICS = re.compile(
     r"|x86\.avx512\.pshuf\.b|bswap\.|fshl\.|fshr\.|ctpop\.|lifetime\.|assume|vector\.reduce\."
     r"(or|xor|and|add)\.|stacksave)")
 # ... and those whose listed operand positions must be public (lengths, masks, destinations).
-PUBLIC_OPERANDS = {r"^llvm\.memset\.": (0, 2), r"^llvm\.memcpy\.": (0, 1, 2),
+PUBLIC_OPERANDS = {r"^llvm\.memset\.": (0, 2), r"^llvm\.mem(cpy|move)\.": (0, 1, 2),
                    r"^llvm\.masked\.load\.": (0, 2), r"^llvm\.masked\.store\.": (1, 3),
                    r"^llvm\.stackrestore": (0,)}
 # An inline asm whose template is empty emits no instruction (the bulk functions' frame
@@ -278,13 +278,14 @@ class _Analysis:
                 for lc in ops[0].locs or {Loc("unknown", None)}:
                     labs |= self.load(lc.region, lc.offset, 64)[0]
             self.put(fn.name, ins.result, Val(labs), parent, why)
-        if ins.callee and ins.callee.startswith(("llvm.memset", "llvm.memcpy",
+        if ins.callee and ins.callee.startswith(("llvm.memset", "llvm.memcpy", "llvm.memmove",
                                                  "llvm.masked.store")):
+            copies = ins.callee.startswith(("llvm.memcpy", "llvm.memmove"))
             dst = ops[1] if ins.callee.startswith("llvm.masked.store") else ops[0]
             src = ops[0] if ins.callee.startswith("llvm.masked.store") else (
-                ops[1] if ins.callee.startswith("llvm.memcpy") else Val())
+                ops[1] if copies else Val())
             labs = src.labels
-            if ins.callee.startswith("llvm.memcpy"):
+            if copies:
                 for lc in src.locs:
                     labs |= self.load(lc.region, None, 0)[0]
             for lc in dst.locs or {Loc("unknown", None)}:

@@ -53,7 +53,7 @@ from llvmlite import ir
 from .. import abi
 from ..backends import Backend
 from ..ir import aes, partial
-from ..ir.core import Emitter, bvec, dvec, i1, i8, i32, i64, i128, ptr, vec, zero
+from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
 from ..ir.ghash import Parts
 from .common import Fn, Params, copy_from_64, one_block_wide, within
 from .modes import DEC, ENC, Mode
@@ -538,20 +538,20 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     measured 1.01-1.07x this copy at 13-16 blocks and the same at 17-19, with 2.8 times the
     code (Zen 4, same run).  Its own function, so vg.short.enc.byte's
     code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B).
-    On the SSE backend the piece goes through libc's memcpy, which moves as wide as the CPU
-    allows, where the backend's own copy has 16-byte moves: against that copy, same run, Zen 5,
-    gather n + 1 207-767 B 0.96-0.98x (it had measured 1.01-1.03x copy + in-place seal, whose
-    copy is the caller's memcpy).  Not on AVX: aesni_pclmul_avx 1.00-1.04x, vaes_avx2 up to
-    1.18x (300 B)."""
+    Without VEX (the SSE and portable backends) the piece goes through libc
+    (`Emitter.memmove`), which moves as wide as the CPU allows, where their own copy has
+    16-byte moves.  On the SSE backend, against that copy, same run, Zen 5: gather n + 1
+    207-767 B 0.96-0.98x (it had measured 1.01-1.03x copy + in-place seal, whose copy is the
+    caller's memcpy; memmove and memcpy measured the same).  Not on AVX: aesni_pclmul_avx
+    1.00-1.04x, vaes_avx2 up to 1.18x (300 B)."""
     f = Fn(module, params, RECORD_COPY, vec(1), [ptr, ptr, ptr, i64, ptr, ptr, i64, i8, i64])
     f.fn.attributes.add("noinline")
     em, b = f.em, f.b
     ctx, nonce, aad, al, inp, out, n0, byte, nb = f.args
     if params.backend.vex:
         copy_from_64(em, inp, n0, out)
-    else:  # 16-byte moves only: libc's memcpy moves what the CPU allows (see the docstring)
-        memcpy = em.intrinsic("llvm.memcpy.p0.p0.i64", ir.VoidType(), [ptr, ptr, i64, i1])
-        b.call(memcpy, [out, inp, n0, ir.Constant(i1, 0)])
+    else:
+        em.memmove(out, inp, n0)
     with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
         em.store_int(byte, out, n0)
     args = [ctx, nonce, aad, al, out, out, b.add(n0, nb)]
