@@ -107,7 +107,6 @@ class Emitter:
     def memmove(self, dst: ir.Value, src: ir.Value, n: ir.Value) -> None:
         """n bytes from src to dst by libc's memmove (a call: it moves as wide as the CPU
         allows, where an SSE kernel has 16-byte moves); src == dst is allowed."""
-        i1 = ir.IntType(1)
         move = self.intrinsic("llvm.memmove.p0.p0.i64", ir.VoidType(), [ptr, ptr, i64, i1])
         self.b.call(move, [dst, src, n, ir.Constant(i1, 0)])
 
