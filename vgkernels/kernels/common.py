@@ -42,6 +42,14 @@ def one_block_wide(be: Backend) -> bool:
     return be.prims == "x86" and not be.masked and be.width == 1
 
 
+def libc_copies(be: Backend) -> bool:
+    """Whether the kernels copy a text piece with libc (`Emitter.memmove`) rather than their
+    own moves: on the backends without VEX, whose own copy has 16-byte moves where libc moves as
+    wide as the CPU allows (measured on the SSE backend: `short.build_record_copy`,
+    `gather.LIBC_FROM`)."""
+    return not be.vex
+
+
 class KeysWhereUsed(Sequence[ir.Value]):
     """Round keys 0..nr, each loaded (``load(r)``) where its round first asks for it, not all
     before the first round.  Program order is the schedule here, so a key holds a register

@@ -22,7 +22,7 @@ from ..ir import ctr as ctrs
 from ..ir import partial
 from ..ir.core import Emitter, i1, i64, i128, ptr
 from . import short
-from .common import Params, copy_from_64
+from .common import Params, copy_from_64, libc_copies
 from .entries import RECORD, Entry, align_frame, seal_with_byte
 from .modes import ENC
 
@@ -41,10 +41,9 @@ RECORD_UPTO = 2048
 # own stitched call or split block costs more than the copy at these sizes.  vaes_avx2
 # measured the copy 13% slower than the pieces where they lie at 2000 B, 3-5% faster at 1000.
 COPY_UPTO = 1024
-# Without VEX (the SSE and portable backends) a piece from this many bytes is copied by libc
-# (`Emitter.memmove`): their own copy has 16-byte moves.  Same run, Zen 5, aesni_pclmul:
-# gather 1+rest and 16+rest 143-1000 B 0.93-0.99x, 32-127 B 0.98-1.00x; every piece through
-# libc cost 1.5-7% at 64 B.
+# Where the kernels copy through libc (`libc_copies`), pieces from this many bytes.  Same run,
+# Zen 5, aesni_pclmul: gather 1+rest and 16+rest 143-1000 B 0.93-0.99x, 32-127 B 0.98-1.00x;
+# every piece through libc cost 1.5-7% at 64 B.
 LIBC_FROM = 128
 
 # On vaes_avx2 a record (a piece then one byte) whose text is a multiple of 128 bytes within
@@ -110,7 +109,7 @@ def copy_piece(e: Entry, p: ir.Value, n: ir.Value, dst: ir.Value) -> None:
         return []
 
     def big():
-        if e.f.params.backend.vex:
+        if not libc_copies(e.f.params.backend):
             return own()
         return em.if_else_values(b.icmp_unsigned(">=", n, _c(LIBC_FROM)), libc, own, "cplibc")
     em.if_else_values(b.icmp_unsigned(">=", n, _c(64)), big, below(32), "cp64")

@@ -55,7 +55,7 @@ from ..backends import Backend
 from ..ir import aes, partial
 from ..ir.core import Emitter, bvec, dvec, i8, i32, i64, i128, ptr, vec, zero
 from ..ir.ghash import Parts
-from .common import Fn, Params, copy_from_64, one_block_wide, within
+from .common import Fn, Params, copy_from_64, libc_copies, one_block_wide, within
 from .modes import DEC, ENC, Mode
 
 SHORT_BLOCKS = 8  # texts of at most 128 bytes
@@ -538,9 +538,8 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     measured 1.01-1.07x this copy at 13-16 blocks and the same at 17-19, with 2.8 times the
     code (Zen 4, same run).  Its own function, so vg.short.enc.byte's
     code stays as it was (a branch in it reallocated its registers: +3-8% at 64-128 B).
-    Without VEX (the SSE and portable backends) the piece goes through libc
-    (`Emitter.memmove`), which moves as wide as the CPU allows, where their own copy has
-    16-byte moves.  On the SSE backend, against that copy, same run, Zen 5: gather n + 1
+    Without VEX (the SSE and portable backends) the piece goes through libc (`libc_copies`).
+    On the SSE backend, against its own copy, same run, Zen 5: gather n + 1
     207-767 B 0.96-0.98x (it had measured 1.01-1.03x copy + in-place seal, whose copy is the
     caller's memcpy; memmove and memcpy measured the same).  Not on AVX: aesni_pclmul_avx
     1.00-1.04x, vaes_avx2 up to 1.18x (300 B)."""
@@ -548,10 +547,10 @@ def build_record_copy(module: ir.Module, params: Params) -> None:
     f.fn.attributes.add("noinline")
     em, b = f.em, f.b
     ctx, nonce, aad, al, inp, out, n0, byte, nb = f.args
-    if params.backend.vex:
-        copy_from_64(em, inp, n0, out)
-    else:
+    if libc_copies(params.backend):
         em.memmove(out, inp, n0)
+    else:
+        copy_from_64(em, inp, n0, out)
     with b.if_then(b.icmp_unsigned("!=", nb, ir.Constant(i64, 0))):
         em.store_int(byte, out, n0)
     args = [ctx, nonce, aad, al, out, out, b.add(n0, nb)]
