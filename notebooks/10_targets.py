@@ -57,5 +57,21 @@ nb.table(tg.nonce_table(raw), "nonce_store")
 # %%
 nb.table(at.aes_rate(raw), "aes_rate")
 
+# %% [markdown]
+# ## Target 1: the bulk loop's hot path replayed on its own
+#
+# The loop long messages run in, taken from the backend's assembly and run by itself
+# (`vgkernels.bench.replay`): as is (`loop`), its AES rounds and multiplies alone (`core`),
+# and, where the host has AVX-512 and the loop leaves vector registers 16-31 unused, with all
+# (`free`) or 3/4, 2/4, 1/4 (`rest3` .. `rest1`) of its other vector instructions on
+# registers of their own, so that nothing chains through them. `vs_core` is each part's time
+# over `core`'s; `others_at_limit` is how many other vector instructions the loop could have
+# before that curve crosses target 1's limit.
+
+# %%
+replayed = at.loop_replay(raw)
+nb.table(replayed, "loop_replay")
+nb.table(at.loop_budget(replayed), "loop_budget")
+
 # %%
 nb.conclude(tg.conclusions(tab, raw), recommendation=tg.recommendation(tab))

@@ -311,6 +311,16 @@ def _check_targets(out: Path, notes: dict) -> None:
     assert len(ctx) >= 1 and ctx["limit"].isna().all()
     assert all("fresh contexts over 1.03: " in d for d in ctx["detail"])
     assert any("checks hold on this host" in c for c in notes["conclusions"])
+    # target 1's loop replayed: loop and core per backend of the bulk rows
+    rep = pd.read_csv(out / "tables" / "10_targets-loop_replay.csv")
+    bulk = set(t.loc[t["check"] == "bulk vs instruction-mix bound", "backend"])
+    assert set(rep["backend"]) == bulk
+    for be, g in rep.groupby("backend"):
+        by = g.set_index("part")
+        assert {"loop", "core"} <= set(by.index) and by.loc["core", "vs_core"] == 1
+        assert by.loc["loop", "instructions"] > by.loc["core", "instructions"]
+        assert any(c.startswith(f"Target 1, `{be}`: its bulk loop replayed")
+                   for c in notes["conclusions"])
 
 
 CHECKS = {"01_inventory": _check_inventory, "02_block_counts": _check_blocks,

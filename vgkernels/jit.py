@@ -35,6 +35,7 @@ def init() -> bool:
     """Initialise LLVM for this host (once); returns whether the machine scheduler is on."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()  # inline assembly (the bench's loop replays)
     misched = os.environ.get("VG_MISCHED", "0") == "1"
     if not misched:
         llvm.set_option("", "-enable-misched=false")

@@ -339,6 +339,61 @@ def aes_rate(raw: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
+REPLAY_PARTS = ("loop", "free", "rest3", "rest2", "rest1", "core")
+
+
+def loop_replay(raw: pd.DataFrame) -> pd.DataFrame:
+    """Target 1's hot loop replayed on its own (`vgkernels.bench.replay`), per backend and
+    part: instructions, the other vector instructions kept (of the loop's; ``in_place``: of
+    those, left on their own registers for want of an EVEX form), ticks/B and the ratio to
+    the part of its AES and multiplies alone (``core``)."""
+    cols = ["backend", "part", "instructions", "others", "others_total", "in_place",
+            "ticks_per_B", "vs_core"]
+    rows = raw[raw["part"].astype(str).str.startswith("replay_")] if "part" in raw else raw[:0]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    out = []
+    for be, g in rows.groupby("backend", sort=False):
+        per = {str(r["part"])[7:]: r for _, r in g.iterrows()}
+        core = per.get("core")
+        for part in REPLAY_PARTS:
+            if part not in per:
+                continue
+            r = per[part]
+            tb = float(r["min_ticks"]) / float(r["n"])
+            ref = float(core["min_ticks"]) / float(core["n"]) if core is not None else math.nan
+            out.append({"backend": be, "part": part, "instructions": int(r["instructions"]),
+                        "others": int(r["others"]), "others_total": int(r["others_total"]),
+                        "in_place": int(r.get("in_place", 0)), "ticks_per_B": tb,
+                        "vs_core": tb / ref})
+    return pd.DataFrame(out, columns=cols)
+
+
+def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
+    """Per backend: the loop against its AES and multiplies (``loop_vs_core``), the same with
+    nothing chaining through the other work (``free_vs_core``), and how many other vector
+    instructions a loop could have before the free curve (core, 1/4 .. all of them) crosses
+    ``limit`` (linear between the measured points; NaN without the free parts or when even
+    all of them stay below)."""
+    cols = ["backend", "others_total", "loop_vs_core", "free_vs_core", "others_at_limit"]
+    out = []
+    for be, g in rep.groupby("backend", sort=False):
+        by = g.set_index("part")
+        curve = g[g["part"].isin(("core", "rest1", "rest2", "rest3", "free"))] \
+            .sort_values("others")
+        at = math.nan
+        pts = list(zip(curve["others"], curve["vs_core"], strict=True))
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+            if y0 <= limit < y1:
+                at = x0 + (limit - y0) * (x1 - x0) / (y1 - y0)
+                break
+        out.append({"backend": be, "others_total": int(g["others_total"].iloc[0]),
+                    "loop_vs_core": float(by["vs_core"].get("loop", math.nan)),
+                    "free_vs_core": float(by["vs_core"].get("free", math.nan)),
+                    "others_at_limit": at if len(pts) > 2 else math.nan})
+    return pd.DataFrame(out, columns=cols)
+
+
 def heat(raw: pd.DataFrame, part: str = "place_io") -> pd.DataFrame:
     """Placement cost relative to the fastest placement: rows (backend, size), columns
     offset."""
@@ -356,5 +411,6 @@ def failing(tab: pd.DataFrame) -> pd.DataFrame:
     return f.sort_values("over", ascending=False)
 
 
-__all__ = ["COLUMNS", "aes_rate", "bulk", "failing", "heat", "opening", "peers", "placement",
-           "records", "sawtooth", "short", "summary", "table"]
+__all__ = ["COLUMNS", "REPLAY_PARTS", "aes_rate", "bulk", "failing", "heat", "loop_budget",
+           "loop_replay", "opening", "peers", "placement", "records", "sawtooth", "short",
+           "summary", "table"]

@@ -116,16 +116,22 @@ def count_mix(instructions: list[str] | tuple[str, ...], group: int) -> Mix:
 
 
 @functools.cache
-def kernel_mix(backend: str, variant: Variant | None = None) -> Mix:
-    """What the backend's stitched loop for long messages (AES-128, steady state, hot path)
-    issues per iteration, counted in the kernel's assembly for the host CPU: enc's lead loop
-    where the backend has one (`vaes_avx2`: 16 blocks, 26 multiplies, where its default group
-    of 8 issues 14), since that is the loop the bulk sizes run in."""
+def bulk_loop(backend: str, variant: Variant | None = None) -> regions.Region:
+    """The backend's stitched loop for long messages (AES-128, steady state, hot path) in the
+    kernel's assembly for the host CPU: enc's lead loop where the backend has one
+    (`vaes_avx2`: 16 blocks, 26 multiplies, where its default group of 8 issues 14), since
+    that is the loop the bulk sizes run in."""
     be = get(backend)
     v = (variant or Variant()).resolved(be)
     prefix, text = assembly(be, v, host_cpu_name())
     found = regions.regions(text, prefix, be, v)
-    st = found.get("lead", found["stitch"])
+    return found.get("lead", found["stitch"])
+
+
+@functools.cache
+def kernel_mix(backend: str, variant: Variant | None = None) -> Mix:
+    """What the backend's loop for long messages (`bulk_loop`) issues per iteration."""
+    st = bulk_loop(backend, variant)
     return count_mix(st.instructions, st.blocks_per_iteration)
 
 
@@ -374,6 +380,7 @@ def llvm_features(width: int) -> str:
     return get(name).llvm_features
 
 
-__all__ = ["MIN_CHAINS", "ROUNDS", "SCRATCH", "FloorChain", "Mix", "MixLoop", "count_mix",
+__all__ = ["MIN_CHAINS", "ROUNDS", "SCRATCH", "FloorChain", "Mix", "MixLoop", "bulk_loop",
+           "count_mix",
            "emit_floor_chain", "emit_mix_loop", "kernel_mix", "llvm_features", "mix_loop",
            "module_ir", "param_mix"]

@@ -4,7 +4,8 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
 
 * in this process, per backend, interleaved round-robin: in-place seals at the bulk, sawtooth,
   remainder and short sizes; the instruction-mix bound and the AES-only bound
-  (:mod:`vgkernels.bench.bound`); the 16-byte serial floor; the "nonce just written" seals
+  (:mod:`vgkernels.bench.bound`); the bulk loop's hot path replayed on its own, whole and in
+  parts (:mod:`vgkernels.bench.replay`); the 16-byte serial floor; the "nonce just written" seals
   (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
   sweep (seal_out with the output at every 64-byte page offset from its input, at
   ALIGN_OFFSETS bytes past a 64-byte boundary, all in one region so only the page offset
@@ -35,7 +36,7 @@ import pandas as pd
 from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
-from . import bound, utag
+from . import bound, replay, utag
 from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message, share_buffers
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
 from .driver import driver as get_driver
@@ -196,6 +197,28 @@ def _add_bounds(bench: _Bench, backend: str) -> None:
     c = _native(bench.driver, lib.address(floor.name()), scratch.addr, FLOOR_LINKS, tag.addr,
                 Buf.alloc(128, page_offset=3456))
     bench.add(c, part="floor", backend=backend, n=FLOOR_LINKS, width=floor.width)
+
+
+def _add_replays(bench: _Bench, backend: str) -> None:
+    """Target 1's hot loop replayed on its own (`replay`): as is, its AES and multiplies
+    alone, and with all, 3/4, 2/4, 1/4 of its other vector work free of chains (where the
+    host has AVX-512 and the loop leaves registers 16-31 unused)."""
+    from .. import jit
+
+    avx512 = availability().get("vaes_avx512", "absent") is None
+    parts = replay.replays(backend, avx512)
+    zmm = any(r.part in replay.FREE_PARTS for r in parts) or get(backend).width == 4
+    lib = jit.compile_ir(f"vg_bench_replay_{backend}", replay.module_ir(parts, zmm),
+                         get("vaes_avx512" if zmm else backend).llvm_features)
+    scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
+    bench.keep += [lib, scratch, tag]
+    for r in parts:
+        n = 65536 // r.bytes_per_iter * r.bytes_per_iter
+        c = _native(bench.driver, lib.address(r.name()), scratch.addr, n, tag.addr,
+                    Buf.alloc(128, page_offset=3328))
+        bench.add(c, part=f"replay_{r.part}", backend=backend, n=n, others=r.others,
+                  others_total=r.others_total, in_place=r.in_place, instructions=len(r.body),
+                  bytes_per_iter=r.bytes_per_iter)
 
 
 def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
@@ -384,6 +407,7 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     for be in backends:
         say(f"building {be}")
         _add_bounds(bench, be)
+        _add_replays(bench, be)
         _add_seals(bench, be, prof)
         _add_nonce(bench, be)
     _add_aes_rate(bench, prof, sorted({get(b).width for b in backends} | (
@@ -574,6 +598,12 @@ def main(argv: list[str]) -> int:
         print(tab.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print()
         print(at.aes_rate(raw).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        rep = at.loop_replay(raw)
+        if len(rep):
+            print("\ntarget 1's hot loop replayed on its own (vs_core: against its AES and "
+                  "multiplies alone)")
+            print(rep.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+            print(at.loop_budget(rep).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"\n{int(tab['holds'].sum())} of {int(tab['holds'].notna().sum())} checks hold "
           "(minimum of the samples; shared machines inflate the slow side)")
     return 0

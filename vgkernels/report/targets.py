@@ -1,9 +1,11 @@
 """Notebook 10 (targets): issue 12's targets table from one run of
 ``vgkernels.bench.targets.measure``, the placement heat map, the nonce-store cost, the
-``vaesenc`` issue rate per width, and conclusions computed from them."""
+``vaesenc`` issue rate per width, target 1's bulk loop replayed on its own, and conclusions
+computed from them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 import matplotlib.pyplot as plt
@@ -88,6 +90,24 @@ def conclusions(tab: pd.DataFrame, raw: pd.DataFrame) -> list[str]:
             out.append(f"`vaesenc` {name}: at most {best['aes_per_cycle']:.2f} per core cycle "
                        f"({int(best['chains'])} chains), {best['block_rounds_per_cycle']:.2f} "
                        "block-rounds per cycle.")
+    out += replay_conclusions(at.loop_budget(at.loop_replay(raw)))
+    return out
+
+
+def replay_conclusions(budget: pd.DataFrame) -> list[str]:
+    """What the replayed loops say about target 1: how far the loop's own instructions are
+    from its AES and multiplies, and how much other work the limit leaves room for."""
+    out = []
+    for _, r in budget.iterrows():
+        s = (f"Target 1, `{r['backend']}`: its bulk loop replayed on its own runs at "
+             f"{r['loop_vs_core']:.3g}x its AES rounds and multiplies alone")
+        if not math.isnan(r["free_vs_core"]):
+            s += f" ({r['free_vs_core']:.3g}x with nothing chaining through the rest)"
+        s += f"; it issues {int(r['others_total'])} other vector instructions per iteration"
+        if not math.isnan(r["others_at_limit"]):
+            s += (f", and a loop at {at.BULK_LIMIT:g}x has room for about "
+                  f"{r['others_at_limit']:.0f}")
+        out.append(s + ".")
     return out
 
 
@@ -103,4 +123,4 @@ def recommendation(tab: pd.DataFrame) -> str:
 
 
 __all__ = ["bench_profile", "conclusions", "heat_plot", "measure", "nonce_table", "only",
-           "recommendation"]
+           "recommendation", "replay_conclusions"]
