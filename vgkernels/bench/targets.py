@@ -177,6 +177,20 @@ def _native(drv: Driver, fn: int, ctx: int, n: int, tag: int, blk: Buf) -> Case:
     return case
 
 
+def _add_loops(bench: _Bench, lib: object, loops: Sequence, total: int,
+               label: Callable[[object], dict[str, object]]) -> None:
+    """A case per generated loop of ``lib`` (each with ``name()`` and ``bytes_per_iter``),
+    over the whole iterations in ``total`` bytes, on one scratch block; ``label(loop)``: the
+    row's columns besides ``n`` and ``bytes_per_iter``."""
+    scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
+    bench.keep += [lib, scratch, tag]
+    for spec in loops:
+        n = total // spec.bytes_per_iter * spec.bytes_per_iter
+        c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
+                    Buf.alloc(128, page_offset=3328))
+        bench.add(c, n=n, bytes_per_iter=spec.bytes_per_iter, **label(spec))
+
+
 def _add_bounds(bench: _Bench, backend: str) -> None:
     be = get(backend)
     mix = bound.kernel_mix(backend)
@@ -184,16 +198,12 @@ def _add_bounds(bench: _Bench, backend: str) -> None:
     ctr = bound.mix_loop(mix, be.width, aes_only=True)
     floor = bound.FloorChain(be.width, karatsuba=be.karatsuba_for())
     lib = _bound_library(be.width, [full, ctr], [floor])
-    bench.keep.append(lib)
+    _add_loops(bench, lib, [full, ctr], 65536, lambda spec: {
+        "part": "bound_mix" if spec is full else "bound_ctr", "backend": backend,
+        "aes_per_iter": spec.aes_per_iter, "clmul_per_iter": spec.clmul_per_iter,
+        "chains": spec.chains, "width": spec.width})
     scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
     bench.keep += [scratch, tag]
-    for part, spec in (("bound_mix", full), ("bound_ctr", ctr)):
-        n = 65536 // spec.bytes_per_iter * spec.bytes_per_iter
-        c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
-                    Buf.alloc(128, page_offset=3328))
-        bench.add(c, part=part, backend=backend, n=n, aes_per_iter=spec.aes_per_iter,
-                  clmul_per_iter=spec.clmul_per_iter, bytes_per_iter=spec.bytes_per_iter,
-                  chains=spec.chains, width=spec.width)
     c = _native(bench.driver, lib.address(floor.name()), scratch.addr, FLOOR_LINKS, tag.addr,
                 Buf.alloc(128, page_offset=3456))
     bench.add(c, part="floor", backend=backend, n=FLOOR_LINKS, width=floor.width)
@@ -210,15 +220,9 @@ def _add_replays(bench: _Bench, backend: str) -> None:
     zmm = any(r.part in replay.FREE_PARTS for r in parts) or get(backend).width == 4
     lib = jit.compile_ir(f"vg_bench_replay_{backend}", replay.module_ir(parts, zmm),
                          get("vaes_avx512" if zmm else backend).llvm_features)
-    scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
-    bench.keep += [lib, scratch, tag]
-    for r in parts:
-        n = 65536 // r.bytes_per_iter * r.bytes_per_iter
-        c = _native(bench.driver, lib.address(r.name()), scratch.addr, n, tag.addr,
-                    Buf.alloc(128, page_offset=3328))
-        bench.add(c, part=f"replay_{r.part}", backend=backend, n=n, others=r.others,
-                  others_total=r.others_total, in_place=r.in_place, instructions=len(r.body),
-                  bytes_per_iter=r.bytes_per_iter)
+    _add_loops(bench, lib, parts, 65536, lambda r: {
+        "part": f"replay_{r.part}", "backend": backend, "others": r.others,
+        "others_total": r.others_total, "in_place": r.in_place, "instructions": len(r.body)})
 
 
 def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
@@ -364,14 +368,9 @@ def _add_aes_rate(bench: _Bench, prof: Profile, widths: Sequence[int]) -> None:
         loops = [bound.MixLoop(w, ch, bound.ROUNDS[16]) for ch in prof.aes_chains
                  if w == 4 or ch <= 12]  # 16 chains + the key: 17 of AVX2's 16 registers
         lib = _bound_library(w, loops, [])
-        scratch, tag = _scratch(), Buf.alloc(64, page_offset=3200)
-        bench.keep += [lib, scratch, tag]
-        for spec in loops:
-            n = 16384 // spec.bytes_per_iter * spec.bytes_per_iter
-            c = _native(bench.driver, lib.address(spec.name()), scratch.addr, n, tag.addr,
-                        Buf.alloc(128, page_offset=3328))
-            bench.add(c, part="aes_rate", backend=f"w{w}", n=n, width=w, chains=spec.chains,
-                      aes_per_iter=spec.aes_per_iter, bytes_per_iter=spec.bytes_per_iter)
+        _add_loops(bench, lib, loops, 16384, lambda spec, w=w: {
+            "part": "aes_rate", "backend": f"w{w}", "width": w, "chains": spec.chains,
+            "aes_per_iter": spec.aes_per_iter})
 
 
 def _rows(t: Timing, tsc_hz: float, pass_no: int) -> list[dict]:
