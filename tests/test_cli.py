@@ -202,3 +202,22 @@ def test_asm_against_a_tree_names_the_changed_functions(capsys, tmp_path):
     diff = capsys.readouterr().out
     assert diff.startswith(f"--- {tree}\n+++ here") and "\n-" in diff
     assert cli.main(["asm", "aesni_pclmul", "--against", str(tree), "--ir"]) == 2
+
+
+def test_bench_replay(monkeypatch, capsys):
+    """`vgkernels bench replay`: the replay table and the budget; a backend the CPU lacks is
+    one line and status 2."""
+    from vgkernels.backends import availability
+
+    if availability()["aesni_pclmul_avx"] is not None:
+        pytest.skip(f"aesni_pclmul_avx: {availability()['aesni_pclmul_avx']}")
+    assert bench_cli.main(["replay", "--backends", "aesni_pclmul_avx", "--k", "3",
+                           "--gap-ms", "0"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("aesni_pclmul_avx")]
+    assert {"loop", "core"} <= {r[1] for r in rows} and "others_at_limit" in out
+    monkeypatch.setenv("VG_CPU_FEATURES", NO_VAES)
+    assert bench_cli.main(["replay", "--backends", "vaes_avx512"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vgkernels bench: error: backend vaes_avx512 is not usable here: ")
+    assert err.count("\n") == 1

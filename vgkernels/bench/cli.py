@@ -67,8 +67,9 @@ def parser() -> argparse.ArgumentParser:
                     "batches, interleaved cases) into tidy Parquet/CSV under DATA/<host>/.")
     p.add_argument("sweep", nargs="?", choices=sorted(SWEEPS),
                    help="named sweep; or `api` (the Python API's call cost), `targets` "
-                        "(issue 12's targets), `rev BASE` (this tree's kernels against "
-                        "another revision's, in one run): each has its own -h")
+                        "(issue 12's targets), `replay` (target 1's loop replayed on its "
+                        "own), `rev BASE` (this tree's kernels against another revision's, "
+                        "in one run): each has its own -h")
     p.add_argument("--list", action="store_true", help="list the sweeps and exit")
     from ..backends import BY_NAME
 
@@ -190,6 +191,10 @@ def _main(argv: list[str]) -> int:
         from .targets import main as targets_main
 
         return targets_main(argv[1:])
+    if argv[:1] == ["replay"]:  # target 1's loop replayed on its own (vgkernels.bench.replay)
+        from .targets import main_replay
+
+        return main_replay(argv[1:])
     if argv[:1] == ["rev"]:  # this tree's kernels against another revision's, in one run
         from .revision import main as rev_main
 

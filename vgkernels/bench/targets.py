@@ -36,6 +36,7 @@ import pandas as pd
 from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
+from ..command import UsageError
 from . import bound, replay, utag
 from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message, share_buffers
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
@@ -432,6 +433,55 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
     return out
 
 
+def measure_replays(backends: Sequence[str] | None = None, k: int = 21,
+                    gap_ms: float = 20.0, drv: Driver | None = None) -> pd.DataFrame:
+    """Target 1's loop replays alone (``vgkernels bench replay``), every part of every usable
+    backend among ``backends`` (default: the issue's three) in each of ``k`` rounds,
+    ``gap_ms`` apart: the rows `analysis.targets.loop_replay` reads."""
+    bes = usable_backends(backends)
+    if not bes:
+        raise RuntimeError("none of the backends " + ", ".join(backends or BACKENDS)
+                           + " is usable on this CPU")
+    drv = drv or get_driver()
+    bench = _Bench(drv, Builder(drv))
+    for be in bes:
+        _add_replays(bench, be)
+    t = drv.measure(bench.cases, k=k, target_ns=PROFILES["full"].target_us * 1e3, gap_ms=gap_ms)
+    return _combine(_rows(t, drv.tsc_hz, 0))
+
+
+def main_replay(argv: list[str]) -> int:
+    """``vgkernels bench replay``: target 1's loops replayed on their own, the table and what
+    1.15 leaves room for."""
+    import argparse
+
+    from ..analysis import targets as at
+
+    p = argparse.ArgumentParser(
+        prog="vgkernels bench replay",
+        description="Target 1's bulk loop replayed on its own (vgkernels.bench.replay): as is, "
+                    "its AES and multiplies alone, and (AVX-512 hosts, 16-register loops) with "
+                    "all, 3/4, 2/4, 1/4 of its other vector instructions free of chains.")
+    p.add_argument("--backends", help="comma list (default: " + ",".join(BACKENDS)
+                   + ", the usable ones)")
+    p.add_argument("--k", type=int, default=21, help="rounds (default 21)")
+    p.add_argument("--gap-ms", type=float, default=20.0, help="spin between rounds (default 20)")
+    args = p.parse_args(argv)
+    names = [b.strip() for b in args.backends.split(",")] if args.backends else None
+    avail = availability()
+    for b in names or ():
+        if b not in avail:
+            raise UsageError(f"unknown backend {b} (one of {', '.join(avail)})")
+        if avail[b] is not None:
+            raise UsageError(f"backend {b} is not usable here: {avail[b]}")
+    rep = at.loop_replay(measure_replays(names, args.k, args.gap_ms))
+    with pd.option_context("display.width", 200, "display.max_rows", None):
+        print(rep.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
+        print(at.loop_budget(rep).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va", "place_stack16",
                    "place_ctx")
 
@@ -608,5 +658,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["BACKENDS", "BULK", "PROFILES", "RECORD_BACKENDS", "Profile", "main", "measure",
-           "measure_local", "measure_sweeps", "paired_rows", "remainder_blocks", "usable_backends"]
+__all__ = ["BACKENDS", "BULK", "PROFILES", "RECORD_BACKENDS", "Profile", "main", "main_replay",
+           "measure", "measure_local", "measure_replays", "measure_sweeps", "paired_rows",
+           "remainder_blocks", "usable_backends"]
