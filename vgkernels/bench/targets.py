@@ -455,8 +455,6 @@ def main_replay(argv: list[str]) -> int:
     1.15 leaves room for."""
     import argparse
 
-    from ..analysis import targets as at
-
     p = argparse.ArgumentParser(
         prog="vgkernels bench replay",
         description="Target 1's bulk loop replayed on its own (vgkernels.bench.replay): as is, "
@@ -474,12 +472,22 @@ def main_replay(argv: list[str]) -> int:
             raise UsageError(f"unknown backend {b} (one of {', '.join(avail)})")
         if avail[b] is not None:
             raise UsageError(f"backend {b} is not usable here: {avail[b]}")
-    rep = at.loop_replay(measure_replays(names, args.k, args.gap_ms))
     with pd.option_context("display.width", 200, "display.max_rows", None):
-        print(rep.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print()
-        print(at.loop_budget(rep).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        _print_replays(measure_replays(names, args.k, args.gap_ms))
     return 0
+
+
+def _print_replays(raw: pd.DataFrame) -> None:
+    """The replay table and the budget (`analysis.targets.loop_replay`, `loop_budget`), if
+    ``raw`` has replay rows."""
+    from ..analysis import targets as at
+
+    rep = at.loop_replay(raw)
+    if len(rep):
+        print("target 1's hot loop replayed on its own (vs_core: against its AES and "
+              "multiplies alone)")
+        print(rep.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(at.loop_budget(rep).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
 PLACEMENT_PARTS = ("place_io", "place_align", "place_stack", "place_va", "place_stack16",
@@ -647,12 +655,8 @@ def main(argv: list[str]) -> int:
         print(tab.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print()
         print(at.aes_rate(raw).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        rep = at.loop_replay(raw)
-        if len(rep):
-            print("\ntarget 1's hot loop replayed on its own (vs_core: against its AES and "
-                  "multiplies alone)")
-            print(rep.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-            print(at.loop_budget(rep).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
+        _print_replays(raw)
     print(f"\n{int(tab['holds'].sum())} of {int(tab['holds'].notna().sum())} checks hold "
           "(minimum of the samples; shared machines inflate the slow side)")
     return 0
