@@ -356,12 +356,10 @@ def loop_replay(raw: pd.DataFrame) -> pd.DataFrame:
     for be, g in rows.groupby("backend", sort=False):
         per = {str(r["part"])[7:]: r for _, r in g.iterrows()}
         core = per.get("core")
-        for part in REPLAY_PARTS:
-            if part not in per:
-                continue
+        ref = float(core["min_ticks"]) / float(core["n"]) if core is not None else math.nan
+        for part in (p for p in REPLAY_PARTS if p in per):
             r = per[part]
             tb = float(r["min_ticks"]) / float(r["n"])
-            ref = float(core["min_ticks"]) / float(core["n"]) if core is not None else math.nan
             out.append({"backend": be, "part": part, "instructions": int(r["instructions"]),
                         "others": int(r["others"]), "others_total": int(r["others_total"]),
                         "in_place": int(r.get("in_place", 0)), "ticks_per_B": tb,
@@ -379,8 +377,7 @@ def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
     out = []
     for be, g in rep.groupby("backend", sort=False):
         by = g.set_index("part")
-        curve = g[g["part"].isin(("core", "rest1", "rest2", "rest3", "free"))] \
-            .sort_values("others")
+        curve = g[g["part"] != "loop"].sort_values("others")  # core, rest1 .. free
         at = math.nan
         pts = list(zip(curve["others"], curve["vs_core"], strict=True))
         for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):

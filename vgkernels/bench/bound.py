@@ -381,6 +381,5 @@ def llvm_features(width: int) -> str:
 
 
 __all__ = ["MIN_CHAINS", "ROUNDS", "SCRATCH", "FloorChain", "Mix", "MixLoop", "bulk_loop",
-           "count_mix",
-           "emit_floor_chain", "emit_mix_loop", "kernel_mix", "llvm_features", "mix_loop",
-           "module_ir", "param_mix"]
+           "count_mix", "emit_floor_chain", "emit_mix_loop", "kernel_mix", "llvm_features",
+           "mix_loop", "module_ir", "param_mix"]

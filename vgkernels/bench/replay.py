@@ -33,12 +33,13 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ..asm.regions import AES_LAST, AES_ROUND, CLMUL
 from . import bound
 
 PARTS = ("loop", "core", "free", "rest1", "rest2", "rest3")
 FREE_PARTS = PARTS[2:]
 WINDOW = 16384
-_CORE = ("aesenc", "vaesenc", "aesenclast", "vaesenclast", "pclmulqdq", "vpclmulqdq")
+_CORE = AES_ROUND + AES_LAST + CLMUL
 _GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12",
          "r13", "r14", "r15")
 # VEX names whose EVEX form has another name; every other re-registered mnemonic must be in
