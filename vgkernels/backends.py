@@ -37,6 +37,8 @@ class Backend:
     hash_lag: int = 0  # the stitched groups begin their multiplies this many AES rounds in
     hash_state_last: bool = False  # and hash the vector the state is XORed into last
     # (`stitched.GroupHash`; measured on Zen 5, design notes "Zen 5, eighteenth session")
+    reloaded_powers: bool = False  # enc's loops load each key power at each multiply, from
+    # a stack copy: a memory operand, no register held or spilled (`bulk.BulkFn.reloaded`)
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -123,7 +125,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
         width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=5,
-        enc_lag=2, first_round=True, hash_lag=1, hash_state_last=True,
+        enc_lag=2, first_round=True, hash_lag=1, hash_state_last=True, reloaded_powers=True,
         notes="ymm, 16 vector registers",
     ),
     Backend(

@@ -61,6 +61,26 @@ class _VolatileLoad(ir.LoadInstr):
         buf.append(before[0].replace("load ", "load volatile ", 1))
 
 
+@dataclasses.dataclass(frozen=True)
+class Reloaded:
+    """A value kept in memory and loaded again at each use (volatile: LLVM neither shares the
+    loads nor hoists them), so x86 folds each load into the one instruction that uses it and
+    no register holds the value between uses (nor is it spilled)."""
+
+    em: Emitter
+    base: ir.Value
+    offset: int
+    typ: ir.Type
+
+    def load(self) -> ir.Value:
+        return self.em.load_volatile(self.base, self.offset, self.typ)
+
+
+def use(v: ir.Value | Reloaded) -> ir.Value:
+    """``v`` itself, or a `Reloaded` value's load for this use."""
+    return v.load() if isinstance(v, Reloaded) else v
+
+
 class Emitter:
     """An IRBuilder plus the helpers every generator needs."""
 
@@ -110,7 +130,7 @@ class Emitter:
         move = self.intrinsic("llvm.memmove.p0.p0.i64", ir.VoidType(), [ptr, ptr, i64, i1])
         self.b.call(move, [dst, src, n, ir.Constant(i1, 0)])
 
-    def load_volatile(self, base: ir.Value, offset: ir.Value | int, typ: ir.IntType,
+    def load_volatile(self, base: ir.Value, offset: ir.Value | int, typ: ir.Type,
                       align: int = 1) -> ir.Value:
         """A load LLVM neither merges with its neighbours nor shares with an earlier load of
         the same bytes (llvmlite's builder has no volatile flag)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .core import Emitter, const_vec, i128, width_of, zero
+from .core import Emitter, Reloaded, const_vec, i128, use, width_of, zero
 
 GFPOLY = (1, 0xC200000000000000)  # per lane: low qword 1, high qword 0xc2 << 56
 
@@ -49,39 +49,46 @@ class Ghash:
         """a0 ^ a1 in both qwords of every lane (Karatsuba's middle operand)."""
         return self.em.xor(v, self.em.swap_qwords(v))
 
-    def mul_parts(self, a: ir.Value, h: ir.Value, h_folded: ir.Value | None = None) -> Parts:
-        """Unreduced carry-less product, lane by lane."""
-        c, b = self.p.clmul, self.em.b
+    def mul_parts(self, a: ir.Value, h: ir.Value | Reloaded,
+                  h_folded: ir.Value | Reloaded | None = None) -> Parts:
+        """Unreduced carry-less product, lane by lane.  A `Reloaded` key power is loaded
+        again by each multiply (a memory operand of its ``vpclmulqdq``)."""
+        b = self.em.b
+
+        def c(x: ir.Value | Reloaded, y: ir.Value | Reloaded, imm: int) -> ir.Value:
+            return self.p.clmul(use(x), use(y), imm)
         if self.karatsuba:
-            hk = h_folded if h_folded is not None else self.fold_halves(h)
+            hk = h_folded if h_folded is not None else self.fold_halves(use(h))
             return Parts(c(a, h, 0x00), c(self.fold_halves(a), hk, 0x00), c(a, h, 0x11))
         return Parts(c(a, h, 0x00), b.xor(c(a, h, 0x01), c(a, h, 0x10)), c(a, h, 0x11))
 
-    def accumulate_outer(self, acc: Parts | None, a: ir.Value, h: ir.Value) -> Parts:
+    def accumulate_outer(self, acc: Parts | None, a: ir.Value, h: ir.Value | Reloaded
+                         ) -> Parts:
         """Karatsuba's first half of acc += a * h: the low and high products; the middle one
         comes with the next vector's (`accumulate_middles`)."""
         c, x = self.p.clmul, self.em.xor
-        lo, hi = c(a, h, 0x00), c(a, h, 0x11)
+        lo, hi = c(a, use(h), 0x00), c(a, use(h), 0x11)
         if acc is None:
             return Parts(lo, None, hi)
         return Parts(x(acc.lo, lo), acc.mi, x(acc.hi, hi))
 
-    def accumulate_middles(self, acc: Parts, a: ir.Value, ha: ir.Value, hfa: ir.Value | None,
-                           b: ir.Value, hb: ir.Value, hfb: ir.Value | None) -> Parts:
+    def accumulate_middles(self, acc: Parts, a: ir.Value, ha: ir.Value | Reloaded,
+                           hfa: ir.Value | Reloaded | None, b: ir.Value,
+                           hb: ir.Value | Reloaded, hfb: ir.Value | Reloaded | None) -> Parts:
         """The middle products of two vectors, whose low and high ones `accumulate_outer`
         added: per lane, [a0, b0] ^ [a1, b1] = [a0 + a1, b0 + b1] is both middle operands
         from one XOR (two unpacks and an XOR instead of a shuffle and an XOR per vector), and
         each multiply picks its qword by the immediate; a key power's half-sum is in both of
         its qwords (`fold_halves`)."""
         em, c = self.em, self.p.clmul
-        hfa = hfa if hfa is not None else self.fold_halves(ha)
-        hfb = hfb if hfb is not None else self.fold_halves(hb)
+        hfa = hfa if hfa is not None else self.fold_halves(use(ha))
+        hfb = hfb if hfb is not None else self.fold_halves(use(hb))
         m = em.xor(em.unpack_qwords(a, b, False), em.unpack_qwords(a, b, True))
-        mi = em.xor(c(m, hfa, 0x00), c(m, hfb, 0x01))
+        mi = em.xor(c(m, use(hfa), 0x00), c(m, use(hfb), 0x01))
         return Parts(acc.lo, mi if acc.mi is None else em.xor(acc.mi, mi), acc.hi)
 
-    def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value,
-                   h_folded: ir.Value | None = None) -> Parts:
+    def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value | Reloaded,
+                   h_folded: ir.Value | Reloaded | None = None) -> Parts:
         """ghash_accumulate: acc += a * h (unreduced)."""
         t = self.mul_parts(a, h, h_folded)
         if acc is None:
