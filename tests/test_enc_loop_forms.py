@@ -146,3 +146,30 @@ def test_every_end_sealed_beside_the_carried_loop(backend):
             mv = memoryview(buf)
             tag = a.encrypt_into(buf, nonce, [mv[:-1], mv[-1:]], aad, copy_below=False)
             assert bytes(buf) + tag == want, where + ("record",)
+
+
+@pytest.mark.parametrize("cpu", ["znver3", "znver5", "x86-64-v3"])
+def test_reloaded_powers_are_memory_operands(cpu):
+    """With `Backend.reloaded_powers`, enc's stitched loops take every key power and half-sum
+    as a memory operand of the multiply that uses it (a load per use, folded): no register
+    holds a power across its two multiplies, none is spilled.  Per vector of a group that is
+    the low, middle and high multiply; only the reduction's two multiplies by its constant
+    take registers.  In both of enc's loops, scheduled for three CPUs."""
+    import re
+
+    from vgkernels import listing
+    from vgkernels.asm import regions
+
+    rows = [b for b in BY_NAME.values() if b.reloaded_powers]
+    assert rows, "no backend row sets reloaded_powers"
+    for be in rows:
+        v = Variant().resolved(be, cpu)
+        prefix, text = listing.assembly(be, v, cpu)
+        found = regions.regions(text, prefix, be, v)
+        for name in ("stitch", "lead"):
+            loop = found[name]
+            muls = [i for i in loop.instructions if i.split()[0] == "vpclmulqdq"]
+            from_memory = [i for i in muls if re.search(r"\$\w+, *-?\w*\(%", i)]
+            vectors = loop.blocks_per_iteration // be.width
+            assert len(muls) == 3 * vectors + 2, (be.name, cpu, name, muls)
+            assert len(from_memory) == 3 * vectors, (be.name, cpu, name, muls)
