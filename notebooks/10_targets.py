@@ -64,9 +64,11 @@ nb.table(at.aes_rate(raw), "aes_rate")
 # (`vgkernels.bench.replay`): as is (`loop`), its AES rounds and multiplies alone (`core`),
 # and, where the host has AVX-512 and the loop leaves vector registers 16-31 unused, with all
 # (`free`) or 3/4, 2/4, 1/4 (`rest3` .. `rest1`) of its other vector instructions on
-# registers of their own, so that nothing chains through them. `vs_core` is each part's time
-# over `core`'s; `others_at_limit` is how many other vector instructions the loop could have
-# before that curve crosses target 1's limit.
+# registers of their own, so that nothing chains through them, or with only those that
+# compute (`alu`: XORs, shuffles, adds) or only its loads, stores and register moves
+# (`moves`). `vs_core` is each part's time over `core`'s; `others_at_limit` is how many other
+# vector instructions the loop could have before the curve from `core` through `rest1` ..
+# `free` crosses target 1's limit.
 
 # %%
 replayed = at.loop_replay(raw)

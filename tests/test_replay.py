@@ -65,6 +65,25 @@ def test_parts_keep_what_they_say(backend):
             elif replay.kind(i) == "core":
                 assert all(int(r) < 16 for r in re.findall(r"%[xyz]mm(\d+)", i)), i
         assert left == rp.in_place
+    # the class parts: every other instruction of their class and none of the other's
+    others = [i for i in ins if replay.kind(i) == "vector"]
+    classes = {c: [i.split()[0] for i in others if replay.other_class(i) == c]
+               for c in ("alu", "moves")}
+    assert classes["alu"] and classes["moves"]
+    for part, ops in classes.items():
+        rp = replay.replay(backend, part, ins, per)
+        assert rp.others == len(ops) and rp.core == core.core
+        kept = [replay._EVEX_RENAME.get(op, op) for op in ops]
+        assert [i.split()[0] for i in rp.body if replay.kind(i) == "vector"] == kept
+
+
+@pytest.mark.parametrize("ins,cls", [
+    ("vmovdqa	736(%rsp), %ymm1", "moves"), ("vmovdqu	%ymm4, 512(%rcx,%rax)", "moves"),
+    ("vmovdqa	%ymm15, %ymm2", "moves"), ("vbroadcasti128	.LCPI1_13(%rip), %ymm10", "moves"),
+    ("vpxor	512(%rdx,%rax), %ymm11, %ymm4", "alu"), ("vpshufb	%ymm15, %ymm11, %ymm11", "alu"),
+    ("vpbroadcastq	%xmm0, %zmm1", "alu")])
+def test_other_class(ins, cls):
+    assert replay.other_class(ins) == cls
 
 
 @pytest.mark.parametrize("backend", VECTOR)
@@ -123,7 +142,8 @@ def test_replays_run(drv, backend):
 def _rep_raw() -> pd.DataFrame:
     rows = []
     for part, others, ticks in (("loop", 120, 125), ("core", 0, 100), ("free", 120, 125),
-                                ("rest3", 90, 120), ("rest2", 60, 110), ("rest1", 30, 105)):
+                                ("rest3", 90, 120), ("rest2", 60, 110), ("rest1", 30, 105),
+                                ("alu", 80, 121), ("moves", 40, 102)):
         rows.append({"part": f"replay_{part}", "backend": "vaes_avx2", "n": 1000,
                      "min_ticks": float(ticks), "others": others, "others_total": 120,
                      "instructions": 98 + others})
@@ -145,11 +165,17 @@ def test_loop_replay_and_budget():
     # 1.15 lies between rest2 (60, 1.10) and rest3 (90, 1.20): 75
     assert bud.loc["vaes_avx2", "others_at_limit"] == pytest.approx(75)
     assert bud.loc["vaes_avx2", "loop_vs_core"] == pytest.approx(1.25)
+    # the class parts are read, and are not points of the curve (alu's 80 -> 1.21 would
+    # move the crossing below 75)
+    assert bud.loc["vaes_avx2", "alu_vs_core"] == pytest.approx(1.21)
+    assert bud.loc["vaes_avx2", "moves_vs_core"] == pytest.approx(1.02)
+    assert math.isnan(bud.loc["vaes_avx512", "alu_vs_core"])
     assert math.isnan(bud.loc["vaes_avx512", "others_at_limit"])  # no free parts
     assert math.isnan(bud.loc["vaes_avx512", "free_vs_core"])
     assert math.isnan(at.loop_budget(rep, limit=1.5).set_index("backend")
                       .loc["vaes_avx2", "others_at_limit"])  # never crosses
     lines = tg.replay_conclusions(at.loop_budget(rep))
     assert "1.25x" in lines[0] and "room for about 75" in lines[0]
+    assert "1.21x with only its computing" in lines[0] and "1.02x with only its loads" in lines[0]
     assert "room" not in lines[1]
     assert at.loop_replay(pd.DataFrame({"part": ["seal"]})).empty

@@ -339,7 +339,9 @@ def aes_rate(raw: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
-REPLAY_PARTS = ("loop", "free", "rest3", "rest2", "rest1", "core")
+REPLAY_PARTS = ("loop", "free", "alu", "moves", "rest3", "rest2", "rest1", "core")
+# the free curve: the other vector instructions from none to all, evenly thinned
+_CURVE = ("core", "rest1", "rest2", "rest3", "free")
 
 
 def loop_replay(raw: pd.DataFrame) -> pd.DataFrame:
@@ -369,15 +371,17 @@ def loop_replay(raw: pd.DataFrame) -> pd.DataFrame:
 
 def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
     """Per backend: the loop against its AES and multiplies (``loop_vs_core``), the same with
-    nothing chaining through the other work (``free_vs_core``), and how many other vector
-    instructions a loop could have before the free curve (core, 1/4 .. all of them) crosses
-    ``limit`` (linear between the measured points; NaN without the free parts or when even
-    all of them stay below)."""
-    cols = ["backend", "others_total", "loop_vs_core", "free_vs_core", "others_at_limit"]
+    nothing chaining through the other work (``free_vs_core``), with only its computing
+    instructions or only its loads, stores and moves (``alu_vs_core``, ``moves_vs_core``),
+    and how many other vector instructions a loop could have before the free curve (core,
+    1/4 .. all of them) crosses ``limit`` (linear between the measured points; NaN without
+    the free parts or when even all of them stay below)."""
+    cols = ["backend", "others_total", "loop_vs_core", "free_vs_core", "alu_vs_core",
+            "moves_vs_core", "others_at_limit"]
     out = []
     for be, g in rep.groupby("backend", sort=False):
         by = g.set_index("part")
-        curve = g[g["part"] != "loop"].sort_values("others")  # core, rest1 .. free
+        curve = g[g["part"].isin(_CURVE)].sort_values("others")
         at = math.nan
         pts = list(zip(curve["others"], curve["vs_core"], strict=True))
         for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
@@ -387,6 +391,8 @@ def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
         out.append({"backend": be, "others_total": int(g["others_total"].iloc[0]),
                     "loop_vs_core": float(by["vs_core"].get("loop", math.nan)),
                     "free_vs_core": float(by["vs_core"].get("free", math.nan)),
+                    "alu_vs_core": float(by["vs_core"].get("alu", math.nan)),
+                    "moves_vs_core": float(by["vs_core"].get("moves", math.nan)),
                     "others_at_limit": at if len(pts) > 2 else math.nan})
     return pd.DataFrame(out, columns=cols)
 

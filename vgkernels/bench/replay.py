@@ -14,8 +14,11 @@ signature so the driver times it like a kernel (as the bound loops).  The parts 
   reload waiting on its store): what the other work costs by its number and kind alone.
 - ``rest1`` .. ``rest3``: as ``free`` with 1/4, 2/4 and 3/4 of the other vector instructions,
   evenly spread: the cost against the amount.
+- ``alu``, ``moves``: as ``free`` with only the other instructions of one class (`other_class`):
+  the computing ones (XORs, shuffles, adds), or the loads, stores and register moves: which
+  kind the loop pays for.
 
-``free`` and ``rest*`` need AVX-512VL (registers 16-31) and a loop that leaves them unused:
+The free parts need AVX-512VL (registers 16-31) and a loop that leaves them unused:
 the 16-register backends on an AVX-512 host.  Elsewhere only ``loop`` and ``core`` are built.
 
 Memory: every memory operand is rewritten to a fixed place in a scratch area of the replay's
@@ -36,7 +39,7 @@ from llvmlite import ir
 from ..asm.regions import AES_LAST, AES_ROUND, CLMUL
 from . import bound
 
-PARTS = ("loop", "core", "free", "rest1", "rest2", "rest3")
+PARTS = ("loop", "core", "free", "rest1", "rest2", "rest3", "alu", "moves")
 FREE_PARTS = PARTS[2:]
 WINDOW = 16384
 _CORE = AES_ROUND + AES_LAST + CLMUL
@@ -70,6 +73,13 @@ def kind(ins: str) -> str:
     if op in _CORE:
         return "core"
     return "vector" if _VREG.search(ins) or op.startswith("v") else "scalar"
+
+
+def other_class(ins: str) -> str:
+    """An other vector instruction's class: ``moves`` (a load, a store, a register move, a
+    broadcast from memory) or ``alu`` (it computes)."""
+    op = _op(ins)
+    return "moves" if op.startswith("vmov") or ("broadcast" in op and "(" in ins) else "alu"
 
 
 def hot_loop(backend: str) -> tuple[tuple[str, ...], int]:
@@ -180,6 +190,8 @@ def replay(backend: str, part: str, instructions: tuple[str, ...] | None = None,
             nth += 1
             if (nth * quarters) // 4 == ((nth - 1) * quarters) // 4:
                 continue
+            if part in ("alu", "moves") and other_class(ins) != part:
+                continue
             renamed = _free(ins, nth)
             in_place += renamed is None
             ins = renamed or ins
@@ -247,4 +259,4 @@ def replays(backend: str, avx512: bool) -> list[Replay]:
 
 
 __all__ = ["FREE_PARTS", "PARTS", "WINDOW", "Replay", "can_free", "emit", "hot_loop", "kind",
-           "module_ir", "replay", "replays"]
+           "module_ir", "other_class", "replay", "replays"]

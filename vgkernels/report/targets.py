@@ -102,7 +102,11 @@ def replay_conclusions(budget: pd.DataFrame) -> list[str]:
         s = (f"Target 1, `{r['backend']}`: its bulk loop replayed on its own runs at "
              f"{r['loop_vs_core']:.3g}x its AES rounds and multiplies alone")
         if not math.isnan(r["free_vs_core"]):
-            s += f" ({r['free_vs_core']:.3g}x with nothing chaining through the rest)"
+            s += f" ({r['free_vs_core']:.3g}x with nothing chaining through the rest"
+            if not (math.isnan(r["alu_vs_core"]) or math.isnan(r["moves_vs_core"])):
+                s += (f"; {r['alu_vs_core']:.3g}x with only its computing instructions, "
+                      f"{r['moves_vs_core']:.3g}x with only its loads, stores and moves")
+            s += ")"
         s += f"; it issues {int(r['others_total'])} other vector instructions per iteration"
         if not math.isnan(r["others_at_limit"]):
             s += (f", and a loop at {at.BULK_LIMIT:g}x has room for about "
