@@ -37,6 +37,8 @@ class Backend:
     hash_lag: int = 0  # the stitched groups begin their multiplies this many AES rounds in
     hash_state_last: bool = False  # and hash the vector the state is XORed into last
     # (`stitched.GroupHash`; measured on Zen 5, design notes "Zen 5, eighteenth session")
+    enc_late: bool = False  # enc's loop (not skewed) takes each group's counter states at the
+    # top of its iteration (`stitched.checked`), none carried across the group
     reloaded_powers: bool = False  # enc's loops load each key power at each multiply, from
     # a stack copy: a memory operand, no register held or spilled (`bulk.BulkFn.reloaded`)
     notes: str = ""
@@ -117,7 +119,7 @@ BACKENDS: tuple[Backend, ...] = (
         "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
         width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2, karatsuba=True,
-        first_round=True,
+        first_round=True, enc_late=True,
         notes="VEX encoding, the background threads' StitchAvx8",
     ),
     Backend(
@@ -136,7 +138,7 @@ BACKENDS: tuple[Backend, ...] = (
         "+avx512vl,+avx512dq,+evex512",
         width=4, group=32, groups=(8, 16, 32), prims="x86", masked=True, rank=4,
         karatsuba=True, skew=0, stitch_min=32, enc_carry=True, first_round=True, hash_lag=3,
-        hash_state_last=True,
+        hash_state_last=True, enc_late=True,
         notes="zmm, 32 vector registers, byte-masked partial vectors",
     ),
 )

@@ -324,14 +324,14 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     blocks0 = begin(fn, ctrs.counter_blocks(em, ctr, fn.p.w, fn.p.v))
     base0 = first_round_base(fn, ctr)
     skewed = fn.skew > 0
-    # AVX-512 (32 vector registers), not skewed: the next group's counters derived branch-free
-    # from vector 0 after the group and checked at the top of the next iteration (`checked`),
-    # so neither the 8 next vectors nor a branch sit across the group: 19 fewer instructions
-    # and 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
+    # `Backend.enc_late`, not skewed: the next group's counters derived branch-free from
+    # vector 0 after the group and checked at the top of the next iteration (`checked`), so
+    # neither the 8 next vectors nor a branch sit across the group: 19 fewer instructions and
+    # 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
     # same (vaes_avx512, same-run A/B).  With the first-round table the states come from it
     # at the top of the iteration (`checked`): per group 8 zmm vaesenc, 8 adds and 8
     # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").
-    late = not skewed and fn.p.w >= 4
+    late = not skewed and fn.p.backend.enc_late
     if late:  # with the table, the states come from it at the top (`checked`)
         nxt1, base1 = late_next(fn, blocks0), base0
     else:
