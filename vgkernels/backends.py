@@ -39,8 +39,10 @@ class Backend:
     # (`stitched.GroupHash`; measured on Zen 5, design notes "Zen 5, eighteenth session")
     enc_late: bool = False  # enc's loop (not skewed) takes each group's counter states at the
     # top of its iteration (`stitched.checked`), none carried across the group
-    reloaded_powers: bool = False  # enc's loops load each key power at each multiply, from
-    # a stack copy: a memory operand, no register held or spilled (`bulk.BulkFn.reloaded`)
+    # enc's functions whose loops load each key power at each multiply, from a stack copy: a
+    # memory operand, no register held or spilled (`bulk.BulkFn.reloaded`): "seal" (enc and
+    # its lead function), "record" (the two-slice form, gather's)
+    reloaded_powers: frozenset[str] = frozenset()
     notes: str = ""
     rank: int = 0  # higher is preferred when choosing the best usable backend
     llvm_cpu: str | None = None  # None: schedule for the host; a name: that CPU model
@@ -119,7 +121,7 @@ BACKENDS: tuple[Backend, ...] = (
         "aesni_pclmul_avx", frozenset({"aes", "pclmulqdq", "ssse3", "avx"}),
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,-avx2,-fma,-bmi,-bmi2,-adx," + _BASE,
         width=1, group=8, groups=(4, 6, 8), prims="x86", rank=2, karatsuba=True,
-        first_round=True, enc_late=True,
+        first_round=True, enc_late=True, reloaded_powers=frozenset({"record"}),
         notes="VEX encoding, the background threads' StitchAvx8",
     ),
     Backend(
@@ -127,7 +129,8 @@ BACKENDS: tuple[Backend, ...] = (
         "+aes,+pclmul,+ssse3,+sse4.1,+avx,+avx2,+vaes,+vpclmulqdq,+bmi,+bmi2,-avx512f,-avx512bw,"
         "-avx512vl,-avx512dq,-avx512cd,-avx512vbmi,-avx512vbmi2,-evex512",
         width=2, group=8, groups=(4, 8, 16), prims="x86", rank=3, karatsuba=True, skew=5,
-        enc_lag=2, first_round=True, hash_lag=1, hash_state_last=True, reloaded_powers=True,
+        enc_lag=2, first_round=True, hash_lag=1, hash_state_last=True,
+        reloaded_powers=frozenset({"seal", "record"}),
         notes="ymm, 16 vector registers",
     ),
     Backend(

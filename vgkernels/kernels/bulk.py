@@ -157,7 +157,8 @@ class BulkFn:
                 hs = [self.em.broadcast(self.f.power(self.ctx, e, 1), w) for e in es]
                 self.bcast = {e: (h, gh.fold_halves(h) if gh.karatsuba else None)
                               for e, h in zip(es, hs, strict=True)}
-                if mode is ENC and params.backend.reloaded_powers:
+                if mode is ENC and ("record" if extra else "seal") in \
+                        params.backend.reloaded_powers:
                     self.bcast = self.reloaded(self.bcast)
 
     def reloaded(self, powers: dict[int, tuple[ir.Value, ir.Value | None]]
@@ -167,8 +168,10 @@ class BulkFn:
         register between its two multiplies and spilled it across the iteration.
         vaes_avx2's lead loop went from 232 to 216 instructions, 121 to 105 besides its AES
         and multiplies (Zen 5, same run: seal 768 B-3 KiB 0.89-0.98, 4-64 KiB 0.97-0.98).
-        Not in dec (open 1.014-1.016) nor on the one-block-wide backends
-        (aesni_pclmul_avx seal 2-64 KiB 1.01-1.03)."""
+        Not in dec (open 1.014-1.016).  On aesni_pclmul_avx the record functions' loops
+        gained (gather and two-slice 1.5-16 KiB 0.95-0.96) and seal's lost (2-64 KiB
+        1.02-1.05): the same source's two loops differ by 4-5% with the order LLVM gives
+        them (design notes, "Zen 5, twenty-sixth session")."""
         es = list(powers)
         step = 16 * self.p.w
         with self.b.goto_entry_block():
