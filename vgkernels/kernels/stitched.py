@@ -330,7 +330,9 @@ def enc_region(fn: BulkFn, end: ir.Value, s0: ir.Value, ctr: ir.Value) -> list[i
     # 8 fewer stack references per iteration; seal 512 B-4 KiB 0.83-0.97x, 16-64 KiB the
     # same (vaes_avx512, same-run A/B).  With the first-round table the states come from it
     # at the top of the iteration (`checked`): per group 8 zmm vaesenc, 8 adds and 8
-    # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").
+    # XORs fewer, seal 16-64 KiB 0.94x (Zen 4, design notes "Zen 4, eleventh session").  On
+    # aesni_pclmul_avx (16 registers) 18 instructions and 20 stack references fewer, seal
+    # 1.5-8 KiB 0.91-0.96x, 16-64 KiB 0.96-0.99x (Zen 5); its SSE sibling measured 1.04-1.10x.
     late = not skewed and fn.p.backend.enc_late
     if late:  # with the table, the states come from it at the top (`checked`)
         nxt1, base1 = late_next(fn, blocks0), base0
