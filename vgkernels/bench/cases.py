@@ -388,6 +388,10 @@ class Builder:
             self.ctx(spec)  # first: the case's buffers are placed apart from it
         made = OP_BUILDERS[spec.op](self, _Setup.of(spec, self.shift))
         case = made.case
+        # its key context (the kernel's or a peer's) belongs to this builder: a case built by
+        # a builder nobody else holds must keep it, or the context's memory is freed and reused
+        # under the case (seen as wrong round keys in tests/test_targets.py)
+        case.keep.append(self)
         if case.py_call is not None:  # timed in Python: no argument block, no return code
             if self.verify and made.out() != made.want:
                 raise KernelError(f"{_where(case.label)}: disagrees with vgkernels.spec")
