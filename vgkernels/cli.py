@@ -25,7 +25,7 @@ import sys
 
 from . import __version__, aot, backends, cpu, dispatch, listing, machine
 from .backends import BY_NAME, Backend
-from .command import UsageError, run
+from .command import UsageError, backend_row, run
 from .listing import CPUS, cpu_name
 from .variant import Variant
 
@@ -34,15 +34,6 @@ VARIANT_HELP = ("kernel variant as KEY=VALUE,...: tail=full|split, group=N (the 
                 "the backend's defaults")
 
 
-def _backend(name: str, usable: bool = False):
-    """A backend row by name; with ``usable``, a UsageError when this CPU (or the
-    VG_CPU_FEATURES mask) lacks it."""
-    if name not in backends.BY_NAME:
-        raise UsageError(f"unknown backend {name!r}; known: {', '.join(backends.BY_NAME)}")
-    why = backends.availability().get(name) if usable else None
-    if why is not None:
-        raise UsageError(f"backend {name} is not usable here: {why}")
-    return backends.get(name)
 
 
 def _variant(be, text: str | None, cpu: str | None = None):
@@ -173,7 +164,7 @@ def _tune(argv: list[str]) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    be = _backend(args.backend)
+    be = backend_row(args.backend)
     cpu_ = cpu_name(be, args.cpu)
     obj, hdr = aot.export(be, args.dir, _variant(be, args.variant, cpu_), cpu_)
     print(obj)
@@ -182,7 +173,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _asm(args: argparse.Namespace) -> int:
-    be = _backend(args.backend)
+    be = backend_row(args.backend)
     if args.against:
         return _asm_against(be, args)
     prefix, text = listing.text(be, _variant(be, args.variant, cpu_name(be, args.cpu)),

@@ -21,6 +21,19 @@ class UsageError(Exception):
 USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, UnknownFeature)
 
 
+def backend_row(name: str, usable: bool = False):  # -> backends.Backend
+    """A backend row by name; with ``usable``, a UsageError when this CPU (or the
+    VG_CPU_FEATURES mask) lacks it."""
+    from . import backends
+
+    if name not in backends.BY_NAME:
+        raise UsageError(f"unknown backend {name!r}; known: {', '.join(backends.BY_NAME)}")
+    why = backends.availability().get(name) if usable else None
+    if why is not None:
+        raise UsageError(f"backend {name} is not usable here: {why}")
+    return backends.get(name)
+
+
 def run(entry: Callable[[list[str]], int], argv: list[str], prog: str = "vgkernels") -> int:
     """Run ``entry(argv)``: user errors and Ctrl-C become one line on stderr and a non-zero
     status; anything else is a bug and keeps its traceback."""

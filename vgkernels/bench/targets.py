@@ -36,7 +36,7 @@ import pandas as pd
 from .. import abi
 from ..backends import availability, get
 from ..buffers import PAGE, Buf
-from ..command import UsageError
+from ..command import backend_row
 from . import bound, replay, utag
 from .cases import OUT_OFFSET, Builder, CaseSpec, alloc_apart, message, share_buffers
 from .driver import PRESTORE_SLOTS, Case, Driver, Timing, hold
@@ -459,19 +459,16 @@ def main_replay(argv: list[str]) -> int:
         prog="vgkernels bench replay",
         description="Target 1's bulk loop replayed on its own (vgkernels.bench.replay): as is, "
                     "its AES and multiplies alone, and (AVX-512 hosts, 16-register loops) with "
-                    "all, 3/4, 2/4, 1/4 of its other vector instructions free of chains.")
+                    "all, 3/4, 2/4, 1/4 of its other vector instructions free of chains, or "
+                    "only those that compute, or only its loads, stores and moves.")
     p.add_argument("--backends", help="comma list (default: " + ",".join(BACKENDS)
                    + ", the usable ones)")
     p.add_argument("--k", type=int, default=21, help="rounds (default 21)")
     p.add_argument("--gap-ms", type=float, default=20.0, help="spin between rounds (default 20)")
     args = p.parse_args(argv)
     names = [b.strip() for b in args.backends.split(",")] if args.backends else None
-    avail = availability()
     for b in names or ():
-        if b not in avail:
-            raise UsageError(f"unknown backend {b} (one of {', '.join(avail)})")
-        if avail[b] is not None:
-            raise UsageError(f"backend {b} is not usable here: {avail[b]}")
+        backend_row(b, usable=True)
     with pd.option_context("display.width", 200, "display.max_rows", None):
         _print_replays(measure_replays(names, args.k, args.gap_ms))
     return 0

@@ -62,29 +62,27 @@ class Ghash:
             return Parts(c(a, h, 0x00), c(self.fold_halves(a), hk, 0x00), c(a, h, 0x11))
         return Parts(c(a, h, 0x00), b.xor(c(a, h, 0x01), c(a, h, 0x10)), c(a, h, 0x11))
 
-    def accumulate_outer(self, acc: Parts | None, a: ir.Value, h: ir.Value | Reloaded
-                         ) -> Parts:
+    def accumulate_outer(self, acc: Parts | None, a: ir.Value, h: ir.Value) -> Parts:
         """Karatsuba's first half of acc += a * h: the low and high products; the middle one
         comes with the next vector's (`accumulate_middles`)."""
         c, x = self.p.clmul, self.em.xor
-        lo, hi = c(a, use(h), 0x00), c(a, use(h), 0x11)
+        lo, hi = c(a, h, 0x00), c(a, h, 0x11)
         if acc is None:
             return Parts(lo, None, hi)
         return Parts(x(acc.lo, lo), acc.mi, x(acc.hi, hi))
 
-    def accumulate_middles(self, acc: Parts, a: ir.Value, ha: ir.Value | Reloaded,
-                           hfa: ir.Value | Reloaded | None, b: ir.Value,
-                           hb: ir.Value | Reloaded, hfb: ir.Value | Reloaded | None) -> Parts:
+    def accumulate_middles(self, acc: Parts, a: ir.Value, ha: ir.Value, hfa: ir.Value | None,
+                           b: ir.Value, hb: ir.Value, hfb: ir.Value | None) -> Parts:
         """The middle products of two vectors, whose low and high ones `accumulate_outer`
         added: per lane, [a0, b0] ^ [a1, b1] = [a0 + a1, b0 + b1] is both middle operands
         from one XOR (two unpacks and an XOR instead of a shuffle and an XOR per vector), and
         each multiply picks its qword by the immediate; a key power's half-sum is in both of
         its qwords (`fold_halves`)."""
         em, c = self.em, self.p.clmul
-        hfa = hfa if hfa is not None else self.fold_halves(use(ha))
-        hfb = hfb if hfb is not None else self.fold_halves(use(hb))
+        hfa = hfa if hfa is not None else self.fold_halves(ha)
+        hfb = hfb if hfb is not None else self.fold_halves(hb)
         m = em.xor(em.unpack_qwords(a, b, False), em.unpack_qwords(a, b, True))
-        mi = em.xor(c(m, use(hfa), 0x00), c(m, use(hfb), 0x01))
+        mi = em.xor(c(m, hfa, 0x00), c(m, hfb, 0x01))
         return Parts(acc.lo, mi if acc.mi is None else em.xor(acc.mi, mi), acc.hi)
 
     def accumulate(self, acc: Parts | None, a: ir.Value, h: ir.Value | Reloaded,
