@@ -66,9 +66,10 @@ nb.table(at.aes_rate(raw), "aes_rate")
 # (`free`) or 3/4, 2/4, 1/4 (`rest3` .. `rest1`) of its other vector instructions on
 # registers of their own, so that nothing chains through them, or with only those that
 # compute (`alu`: XORs, shuffles, adds) or only its loads, stores and register moves
-# (`moves`). `vs_core` is each part's time over `core`'s; `others_at_limit` is how many other
-# vector instructions the loop could have before the curve from `core` through `rest1` ..
-# `free` crosses target 1's limit.
+# (`moves`), or whole with only the chains through one of those classes cut (`cut_alu`,
+# `cut_moves`: which chains the loop waits for). `vs_core` is each part's time over
+# `core`'s; `others_at_limit` is how many other vector instructions the loop could have
+# before the curve from `core` through `rest1` .. `free` crosses target 1's limit.
 
 # %%
 replayed = at.loop_replay(raw)

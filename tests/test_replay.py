@@ -75,6 +75,21 @@ def test_parts_keep_what_they_say(backend):
         assert rp.others == len(ops) and rp.core == core.core
         kept = [replay._EVEX_RENAME.get(op, op) for op in ops]
         assert [i.split()[0] for i in rp.body if replay.kind(i) == "vector"] == kept
+    # the cut parts: every instruction of the loop; their class's on registers 16-31 (or
+    # counted in in_place), the other class's exactly as in the loop
+    for part in replay.CUT_PARTS:
+        cls = part[4:]
+        rp = replay.replay(backend, part, ins, per)
+        assert rp.others == loop.others_total and len(rp.body) == len(loop.body)
+        left = 0
+        for a, b in zip(loop.body, rp.body, strict=True):
+            if replay.kind(a) != "vector" or replay.other_class(a) != cls:
+                assert a == b.replace(f"vgr_{backend}_{part}_", f"vgr_{backend}_loop_")
+            elif b == a.replace(f"vgr_{backend}_loop_", f"vgr_{backend}_{part}_"):
+                left += 1  # no EVEX form
+            else:
+                assert min(int(r) for r in re.findall(r"%[xyz]mm(\d+)", b)) >= 16, b
+        assert left == rp.in_place
 
 
 @pytest.mark.parametrize("ins,cls", [
@@ -143,7 +158,8 @@ def _rep_raw() -> pd.DataFrame:
     rows = []
     for part, others, ticks in (("loop", 120, 125), ("core", 0, 100), ("free", 120, 125),
                                 ("rest3", 90, 120), ("rest2", 60, 110), ("rest1", 30, 105),
-                                ("alu", 80, 121), ("moves", 40, 102)):
+                                ("alu", 80, 121), ("moves", 40, 102),
+                                ("cut_alu", 120, 126), ("cut_moves", 120, 124)):
         rows.append({"part": f"replay_{part}", "backend": "vaes_avx2", "n": 1000,
                      "min_ticks": float(ticks), "others": others, "others_total": 120,
                      "instructions": 98 + others})
@@ -169,6 +185,9 @@ def test_loop_replay_and_budget():
     # move the crossing below 75)
     assert bud.loc["vaes_avx2", "alu_vs_core"] == pytest.approx(1.21)
     assert bud.loc["vaes_avx2", "moves_vs_core"] == pytest.approx(1.02)
+    assert bud.loc["vaes_avx2", "cut_alu_vs_core"] == pytest.approx(1.26)
+    assert bud.loc["vaes_avx2", "cut_moves_vs_core"] == pytest.approx(1.24)
+    assert math.isnan(bud.loc["vaes_avx512", "cut_alu_vs_core"])
     assert math.isnan(bud.loc["vaes_avx512", "alu_vs_core"])
     assert math.isnan(bud.loc["vaes_avx512", "others_at_limit"])  # no free parts
     assert math.isnan(bud.loc["vaes_avx512", "free_vs_core"])
@@ -177,5 +196,7 @@ def test_loop_replay_and_budget():
     lines = tg.replay_conclusions(at.loop_budget(rep))
     assert "1.25x" in lines[0] and "room for about 75" in lines[0]
     assert "1.21x with only its computing" in lines[0] and "1.02x with only its loads" in lines[0]
+    assert "1.26x with only the chains through its computing instructions cut, 1.24x" in lines[0]
+    assert "chains" not in lines[1]
     assert "room" not in lines[1]
     assert at.loop_replay(pd.DataFrame({"part": ["seal"]})).empty

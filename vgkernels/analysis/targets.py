@@ -339,7 +339,8 @@ def aes_rate(raw: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
-REPLAY_PARTS = ("loop", "free", "alu", "moves", "rest3", "rest2", "rest1", "core")
+REPLAY_PARTS = ("loop", "cut_alu", "cut_moves", "free", "alu", "moves", "rest3", "rest2",
+                "rest1", "core")
 # the free curve: the other vector instructions from none to all, evenly thinned
 _CURVE = ("core", "rest1", "rest2", "rest3", "free")
 
@@ -371,13 +372,15 @@ def loop_replay(raw: pd.DataFrame) -> pd.DataFrame:
 
 def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
     """Per backend: the loop against its AES and multiplies (``loop_vs_core``), the same with
-    nothing chaining through the other work (``free_vs_core``), with only its computing
-    instructions or only its loads, stores and moves (``alu_vs_core``, ``moves_vs_core``),
-    and how many other vector instructions a loop could have before the free curve (core,
-    1/4 .. all of them) crosses ``limit`` (linear between the measured points; NaN without
-    the free parts or when even all of them stay below)."""
-    cols = ["backend", "others_total", "loop_vs_core", "free_vs_core", "alu_vs_core",
-            "moves_vs_core", "others_at_limit"]
+    the chains through its computing instructions or through its loads, stores and moves cut
+    (``cut_alu_vs_core``, ``cut_moves_vs_core``), with nothing chaining through the other
+    work (``free_vs_core``), with only its computing instructions or only its loads, stores
+    and moves (``alu_vs_core``, ``moves_vs_core``), and how many other vector instructions
+    a loop could have before the free curve (core, 1/4 .. all of them) crosses ``limit``
+    (linear between the measured points; NaN without the free parts or when even all of them
+    stay below)."""
+    cols = ["backend", "others_total", "loop_vs_core", "cut_alu_vs_core", "cut_moves_vs_core",
+            "free_vs_core", "alu_vs_core", "moves_vs_core", "others_at_limit"]
     out = []
     for be, g in rep.groupby("backend", sort=False):
         by = g.set_index("part")
@@ -389,10 +392,8 @@ def loop_budget(rep: pd.DataFrame, limit: float = BULK_LIMIT) -> pd.DataFrame:
                 at = x0 + (limit - y0) * (x1 - x0) / (y1 - y0)
                 break
         out.append({"backend": be, "others_total": int(g["others_total"].iloc[0]),
-                    "loop_vs_core": float(by["vs_core"].get("loop", math.nan)),
-                    "free_vs_core": float(by["vs_core"].get("free", math.nan)),
-                    "alu_vs_core": float(by["vs_core"].get("alu", math.nan)),
-                    "moves_vs_core": float(by["vs_core"].get("moves", math.nan)),
+                    **{f"{p}_vs_core": float(by["vs_core"].get(p, math.nan))
+                       for p in ("loop", "cut_alu", "cut_moves", "free", "alu", "moves")},
                     "others_at_limit": at if len(pts) > 2 else math.nan})
     return pd.DataFrame(out, columns=cols)
 

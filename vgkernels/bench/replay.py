@@ -17,6 +17,11 @@ signature so the driver times it like a kernel (as the bound loops).  The parts 
 - ``alu``, ``moves``: as ``free`` with only the other instructions of one class (`other_class`):
   the computing ones (XORs, shuffles, adds), or the loads, stores and register moves: which
   kind the loop pays for.
+- ``cut_alu``, ``cut_moves``: every instruction of the loop, those of one class on registers
+  of their own (as in ``free``), the rest as in the loop: nothing chains through that class,
+  everything else chains as in the loop.  ``loop`` against them: which class's chains the
+  loop waits for (on Zen 4 the computing ones: the reduction's XORs wait on the last
+  multiplies; on Zen 5 ``loop`` and ``free`` run alike).
 
 The free parts need AVX-512VL (registers 16-31) and a loop that leaves them unused:
 the 16-register backends on an AVX-512 host.  Elsewhere only ``loop`` and ``core`` are built.
@@ -39,8 +44,10 @@ from llvmlite import ir
 from ..asm.regions import AES_LAST, AES_ROUND, CLMUL
 from . import bound
 
-PARTS = ("loop", "core", "free", "rest1", "rest2", "rest3", "alu", "moves")
+PARTS = ("loop", "core", "free", "rest1", "rest2", "rest3", "alu", "moves", "cut_alu",
+         "cut_moves")
 FREE_PARTS = PARTS[2:]
+CUT_PARTS = ("cut_alu", "cut_moves")  # the class after "cut_": its chains cut, all kept
 WINDOW = 16384
 _CORE = AES_ROUND + AES_LAST + CLMUL
 _GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12",
@@ -101,7 +108,8 @@ class Replay:
     bytes_per_iter: int
     others: int  # other vector instructions kept
     others_total: int  # ... of the loop's
-    in_place: int  # ... of the kept, in a free part: left on their own registers (no EVEX form)
+    in_place: int  # ... of the kept, in a free part: left on their own registers (no EVEX
+    # form; in a cut part, of its class)
     windows: int  # scratch windows the memory operands use
 
     def name(self) -> str:
@@ -190,11 +198,13 @@ def replay(backend: str, part: str, instructions: tuple[str, ...] | None = None,
             nth += 1
             if (nth * quarters) // 4 == ((nth - 1) * quarters) // 4:
                 continue
-            if part in ("alu", "moves") and other_class(ins) != part:
+            cls = other_class(ins)
+            if part in ("alu", "moves") and cls != part:
                 continue
-            renamed = _free(ins, nth)
-            in_place += renamed is None
-            ins = renamed or ins
+            if part not in CUT_PARTS or cls == part[4:]:
+                renamed = _free(ins, nth)
+                in_place += renamed is None
+                ins = renamed or ins
         if k == "vector":
             kept += 1
         body.append(mem.rewrite(ins))
@@ -258,5 +268,5 @@ def replays(backend: str, avx512: bool) -> list[Replay]:
     return [replay(backend, part, ins, per) for part in parts]
 
 
-__all__ = ["FREE_PARTS", "PARTS", "WINDOW", "Replay", "can_free", "emit", "hot_loop", "kind",
-           "module_ir", "other_class", "replay", "replays"]
+__all__ = ["CUT_PARTS", "FREE_PARTS", "PARTS", "WINDOW", "Replay", "can_free", "emit",
+           "hot_loop", "kind", "module_ir", "other_class", "replay", "replays"]

@@ -212,8 +212,9 @@ def _add_bounds(bench: _Bench, backend: str) -> None:
 
 def _add_replays(bench: _Bench, backend: str) -> None:
     """Target 1's hot loop replayed on its own (`replay`): as is, its AES and multiplies
-    alone, and with all, 3/4, 2/4, 1/4 of its other vector work free of chains (where the
-    host has AVX-512 and the loop leaves registers 16-31 unused)."""
+    alone, and with all, 3/4, 2/4, 1/4 of its other vector work free of chains, or one class
+    of it, or whole with one class's chains cut (where the host has AVX-512 and the loop
+    leaves registers 16-31 unused: `replay.PARTS`)."""
     from .. import jit
 
     avx512 = availability().get("vaes_avx512", "absent") is None
@@ -460,7 +461,8 @@ def main_replay(argv: list[str]) -> int:
         description="Target 1's bulk loop replayed on its own (vgkernels.bench.replay): as is, "
                     "its AES and multiplies alone, and (AVX-512 hosts, 16-register loops) with "
                     "all, 3/4, 2/4, 1/4 of its other vector instructions free of chains, or "
-                    "only those that compute, or only its loads, stores and moves.")
+                    "only those that compute, or only its loads, stores and moves, and whole "
+                    "with the chains through one of those two classes cut.")
     p.add_argument("--backends", help="comma list (default: " + ",".join(BACKENDS)
                    + ", the usable ones)")
     p.add_argument("--k", type=int, default=21, help="rounds (default 21)")

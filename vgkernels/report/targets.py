@@ -103,6 +103,10 @@ def replay_conclusions(budget: pd.DataFrame) -> list[str]:
              f"{r['loop_vs_core']:.3g}x its AES rounds and multiplies alone")
         if not math.isnan(r["free_vs_core"]):
             s += f" ({r['free_vs_core']:.3g}x with nothing chaining through the rest"
+            if not (math.isnan(r["cut_alu_vs_core"]) or math.isnan(r["cut_moves_vs_core"])):
+                s += (f"; {r['cut_alu_vs_core']:.3g}x with only the chains through its "
+                      f"computing instructions cut, {r['cut_moves_vs_core']:.3g}x with only "
+                      "those through its loads, stores and moves")
             if not (math.isnan(r["alu_vs_core"]) or math.isnan(r["moves_vs_core"])):
                 s += (f"; {r['alu_vs_core']:.3g}x with only its computing instructions, "
                       f"{r['moves_vs_core']:.3g}x with only its loads, stores and moves")
