@@ -10,7 +10,7 @@ import pytest
 
 import vgkernels
 from vgkernels import abi
-from vgkernels.analysis.compare import paired
+from vgkernels.analysis.compare import paired, round_slowness
 from vgkernels.backends import usable
 from vgkernels.bench import revision
 
@@ -35,6 +35,21 @@ def test_paired_ratio_is_per_round():
     assert tab.loc[16, "min_ratio"] == pytest.approx(0.9)
     assert tab.loc[32, "ratio"] == pytest.approx(2.0)
     assert 64 not in tab.index  # no head sample: no pair
+
+
+def test_quiet_ratio_takes_the_quieter_half_of_the_rounds():
+    # rounds 0-4 quiet (head 0.95 of base), 5-9 in a slow phase (every case 1.5x slower, and
+    # the head 1.05 there): the median over all rounds lies between, the quiet one is 0.95
+    base = [100.0] * 5 + [150.0] * 5
+    head = [95.0] * 5 + [157.5] * 5
+    other = [50.0] * 5 + [75.0] * 5
+    df = pd.DataFrame(_samples(base, head, n=16) + _samples(other, other, n=32))
+    tab = paired(df, ["n"]).set_index("n")
+    assert tab.loc[16, "quiet_ratio"] == pytest.approx(0.95)
+    assert tab.loc[16, "ratio"] == pytest.approx(1.0)
+    assert tab.loc[32, "quiet_ratio"] == pytest.approx(1.0)
+    slow = round_slowness(df, ["n"])
+    assert list(slow.round(3)) == [1.0] * 5 + [1.5] * 5
 
 
 def test_paired_interval_brackets_noisy_ratio():

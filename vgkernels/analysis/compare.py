@@ -96,17 +96,32 @@ def paired(samples: pd.DataFrame, keys: list[str], n_boot: int = 500, seed: int 
     ``ns`` per sample.  Per case (``keys``), each round's head sample over the base sample of
     the same round; ``ratio`` is the median of those, ``lo``/``hi`` its 95% bootstrap interval,
     ``min_ratio`` the ratio of the two sides' minima.  Pairing by round cancels the drift both
-    sides saw within the round."""
+    sides saw within the round.
+
+    ``quiet_ratio``: the median over the quieter half of the rounds (`round_slowness`).  The
+    VM's slow phases last seconds, so they slow whole rounds, and they can move a ratio as
+    well as both sides: on Zen 4 a change read 0.98 in quiet rounds and 1.05 in slow ones."""
     wide = samples.pivot_table(index=[*keys, "round"], columns="side", values="ns",
                                aggfunc="first").dropna(subset=["head", "base"])
+    slow = round_slowness(samples, keys)
+    quiet = slow.index[slow <= slow.median()]
     rng = np.random.default_rng(seed)
     rows = []
     for key, g in wide.groupby(level=list(range(len(keys))), sort=False):
         r = (g["head"] / g["base"]).to_numpy()
+        rq = r[g.index.get_level_values("round").isin(quiet)]
         meds = np.median(r[rng.integers(0, len(r), size=(n_boot, len(r)))], axis=1)
         lo, hi = np.quantile(meds, [0.025, 0.975])
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
                      "base_ns": float(g["base"].median()), "head_ns": float(g["head"].median()),
                      "ratio": float(np.median(r)), "lo": float(lo), "hi": float(hi),
+                     "quiet_ratio": float(np.median(rq)) if len(rq) else math.nan,
                      "min_ratio": float(g["head"].min() / g["base"].min()), "rounds": len(r)})
     return pd.DataFrame(rows)
+
+
+def round_slowness(samples: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per round: the median, over every case (``keys``) and side, of its sample over that
+    case and side's fastest sample (1.0: the round ran at the run's best)."""
+    fastest = samples.groupby([*keys, "side"])["ns"].transform("min")
+    return (samples["ns"] / fastest).groupby(samples["round"]).median()
