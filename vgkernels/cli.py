@@ -34,8 +34,6 @@ VARIANT_HELP = ("kernel variant as KEY=VALUE,...: tail=full|split, group=N (the 
                 "the backend's defaults")
 
 
-
-
 def _variant(be, text: str | None, cpu: str | None = None):
     """A resolved Variant from ``--variant`` text, its defaults those for LLVM CPU ``cpu``
     (UsageError when it does not fit the backend)."""

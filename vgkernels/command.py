@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .cpu import UnknownFeature
+
+if TYPE_CHECKING:
+    from .backends import Backend
 
 
 class UsageError(Exception):
@@ -21,10 +25,10 @@ class UsageError(Exception):
 USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, UnknownFeature)
 
 
-def backend_row(name: str, usable: bool = False):  # -> backends.Backend
+def backend_row(name: str, usable: bool = False) -> Backend:
     """A backend row by name; with ``usable``, a UsageError when this CPU (or the
     VG_CPU_FEATURES mask) lacks it."""
-    from . import backends
+    from . import backends  # here: backends imports cpu, which this module sits beside
 
     if name not in backends.BY_NAME:
         raise UsageError(f"unknown backend {name!r}; known: {', '.join(backends.BY_NAME)}")

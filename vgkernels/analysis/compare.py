@@ -103,8 +103,7 @@ def paired(samples: pd.DataFrame, keys: list[str], n_boot: int = 500, seed: int 
     well as both sides: on Zen 4 a change read 0.98 in quiet rounds and 1.05 in slow ones."""
     wide = samples.pivot_table(index=[*keys, "round"], columns="side", values="ns",
                                aggfunc="first").dropna(subset=["head", "base"])
-    slow = round_slowness(samples, keys)
-    quiet = slow.index[slow <= slow.median()]
+    quiet = quiet_rounds(round_slowness(samples, keys))
     rng = np.random.default_rng(seed)
     rows = []
     for key, g in wide.groupby(level=list(range(len(keys))), sort=False):
@@ -125,3 +124,8 @@ def round_slowness(samples: pd.DataFrame, keys: list[str]) -> pd.Series:
     case and side's fastest sample (1.0: the round ran at the run's best)."""
     fastest = samples.groupby([*keys, "side"])["ns"].transform("min")
     return (samples["ns"] / fastest).groupby(samples["round"]).median()
+
+
+def quiet_rounds(slowness: pd.Series) -> pd.Index:
+    """The quieter half of the rounds: those at most as slow as the median round."""
+    return slowness.index[slowness <= slowness.median()]

@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
     """``vgkernels bench rev``: print the paired table (and save the samples with --out)."""
     import argparse
 
-    from ..analysis.compare import paired, round_slowness
+    from ..analysis.compare import paired, quiet_rounds, round_slowness
     from .cli import _backends_arg, _csv_ints
     from .targets import usable_backends
 
@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
     with pd.option_context("display.width", 200, "display.max_rows", None):
         print(tab.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     slow = round_slowness(df, keys)
-    quiet = int((slow <= slow.median()).sum())
+    quiet = len(quiet_rounds(slow))
     print(f"\nratio = this tree / {args.base}, median over {args.k} rounds of the paired "
           f"ratio (95% bootstrap interval); quiet_ratio: over the {quiet} quieter rounds (a "
           f"round's slowness, its samples over their cases' fastest: median "
