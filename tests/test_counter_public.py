@@ -41,3 +41,26 @@ def test_long_messages_cross_the_low_byte_carry(backend, nonce, tail):
         got = b"".join(dec.update(want[i:min(i + size, N)]) for i in range(0, N, size))
         dec.finalize_with_tag(want[N:])
         assert got == pt, size
+
+
+def test_every_group_position_across_the_run_end(backend):
+    """The stitched loops' counter fast path (`stitched._fast`, the first-round table) hands
+    over to the counted path at the end of each run of 256 counters: the bulk call after a
+    first piece of k blocks starts at counter 2 + k, so k over two lead groups puts the run's
+    end at every lane of every vector of the group that crosses it and of the one after, in
+    seal (one-shot from two pieces, and streamed) and open (streamed)."""
+    from vgkernels.backends import get
+    lead = get(backend).lead_group
+    nonce = NONCES[0]
+    a = AesGcm(KEY, backend=backend)
+    pt = rbytes(rng("ctr-lanes", 1), 16 * (256 + 3 * lead) + 5)
+    want = ref(KEY, nonce, pt, AAD)
+    for k in range(2 * lead + 1):
+        cut = 16 * k
+        assert a.encrypt(nonce, [pt[:cut], pt[cut:]], AAD, copy_below=False) == want, k
+        enc = a.encryptor(nonce, AAD)
+        assert enc.update(pt[:cut]) + enc.update(pt[cut:]) + enc.finalize() == want, k
+        dec = a.decryptor(nonce, AAD)
+        got = dec.update(want[:cut]) + dec.update(want[cut:len(pt)])
+        dec.finalize_with_tag(want[len(pt):])
+        assert got == pt, k
