@@ -4,11 +4,12 @@
 # Every target of issue 12, measured in one run by the native driver: in-place seal against
 # the instruction-mix bound (a generated loop of exactly the AES and carry-less-multiply
 # instructions the backend's stitched loop for long messages issues, counted in its
-# assembly), the sawtooth and remainder costs, the 16-byte seal against its serial floor,
-# placement and "nonce just written", gather and two-slice against copy + seal, open against
-# seal, and the peers at the same instruction-set level. Minimum of the samples; on a shared
-# machine the slow side of a comparison is inflated, so a failure near its limit needs a
-# second run.
+# assembly), the sawtooth and remainder costs, the 16-byte seal against its serial floor
+# (back to back, as the check, and one call at a time for context: calls back to back
+# overlap in the core), placement and "nonce just written", gather and two-slice against
+# copy + seal, open against seal, and the peers at the same instruction-set level. Minimum of
+# the samples; on a shared machine the slow side of a comparison is inflated, so a failure
+# near its limit needs a second run.
 
 # %% tags=["parameters"]
 profile = "quick"  # tiny | quick | full

@@ -129,6 +129,13 @@ def short(raw: pd.DataFrame) -> list[dict]:
             per_link = float(fl["min_ticks"].min()) / float(fl["n"].iloc[0])
             out.append(_row(3, "16 B seal vs serial floor", be, 16, ts[16], per_link, "ticks",
                             FLOOR_LIMIT))
+            # back to back, 16-byte seals overlap in the core: the check's time per call is a
+            # throughput; one call at a time (`driver.SERIAL`) gives the latency beside it
+            one = _part(raw, "seal_serial").query("backend == @be")
+            if len(one):
+                out.append(_row(3, "16 B seal one call at a time vs serial floor (context)",
+                                be, 16, float(one["min_ticks"].min()), per_link, "ticks",
+                                math.nan, detail="lfence after each call"))
     if not seal.empty:
         best = max(seal["backend"].unique(), key=lambda b: get(b).rank)
         for n in (16, 64):

@@ -83,7 +83,7 @@ def kinds() -> dict[str, tuple[str | None, tuple[str, ...]]]:
     out["seal_two_slice"] = _sig("seal_two_slice", abi.TWO_SLICE_SIGNATURE)
     ret, gather = out["seal_gather"]
     out["copy_ip"] = (ret, ("p", *gather))  # (seal pointer, then seal_gather's arguments)
-    for kind in PRESTORE:
+    for kind in (*PRESTORE, *SERIAL):
         out[kind] = out["seal"]
     return out
 
@@ -94,6 +94,11 @@ def kinds() -> dict[str, tuple[str | None, tuple[str, ...]]]:
 # value + the call's index, a fresh sequence number each call.
 PRESTORE = {"seal_store8": 8, "seal_store4": 4}
 PRESTORE_SLOTS = (9, 10)
+# One call at a time: seal with an ``lfence`` after each call, so the next call begins when
+# this one's instructions have completed.  Back to back, short calls overlap in the core, so
+# their time per call is a throughput; this kind times a call's latency (target 3's floor is
+# a latency).
+SERIAL = ("seal_serial",)
 
 
 def _ty(letter: str | None) -> ir.Type:
@@ -188,6 +193,8 @@ def _emit_kind(module: ir.Module, kind: str, sig: tuple[str | None, tuple[str, .
     _barrier(b)
     _prestore(b, a, kind, i)
     _call_from_block(b, a, sig)
+    if kind in SERIAL:
+        b.asm(ir.FunctionType(void, []), "lfence", "~{memory}", [], True)
     nxt = b.add(i, _c(1))
     i.add_incoming(nxt, loop)
     b.cbranch(b.icmp_unsigned("<", nxt, n), loop, done)

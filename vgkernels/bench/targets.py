@@ -6,7 +6,8 @@ Two parts, both through the project's driver (TSC, pinned, placed stack):
   remainder and short sizes; the instruction-mix bound and the AES-only bound
   (:mod:`vgkernels.bench.bound`); the bulk loop's hot path replayed on its own, whole and in
   parts (:mod:`vgkernels.bench.replay`); the 16-byte serial floor; the "nonce just written" seals
-  (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal; the placement
+  (driver kinds ``seal_store8`` / ``seal_store4``) beside a plain 16-byte seal, and that seal
+  one call at a time (kind ``seal_serial``: an ``lfence`` after each call); the placement
   sweep (seal_out with the output at every 64-byte page offset from its input, at
   ALIGN_OFFSETS bytes past a 64-byte boundary, all in one region so only the page offset
   varies; the same page offset in buffers of their own, where the output's pages may share the
@@ -243,7 +244,8 @@ def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
 
 def _add_nonce(bench: _Bench, backend: str) -> None:
     """16-byte seals with the nonce's bytes 4..11 (8-byte store) or 8..11 (4-byte store)
-    written right before each call, and the plain seal (``mode`` none)."""
+    written right before each call, and the plain seal (``mode`` none); and the plain seal
+    one call at a time (part ``seal_serial``: its latency, beside target 3's floor)."""
     for mode, kind, at in (("none", None, 0), ("store8", "seal_store8", 4),
                            ("store4", "seal_store4", 8)):
         c = bench.builder.build(CaseSpec("seal", 16, backend))
@@ -252,12 +254,20 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
             slots = list(c.slots) + [0] * (PRESTORE_SLOTS[1] + 1 - len(c.slots))
             slots[PRESTORE_SLOTS[0]] = nonce + at
             slots[PRESTORE_SLOTS[1]] = int.from_bytes(ctypes.string_at(nonce + at, 8), "little")
-            blk = Buf.alloc(8 * len(slots), page_offset=3456)
-            c = Case(dict(c.label), kind, slots, keep=[*c.keep, blk])
-            c.place_block(blk.addr, blk.n)
-            if bench.driver.call(c) != 0:
-                raise RuntimeError(f"{backend}: seal after a nonce store failed")
+            c = _rekinded(bench, c, kind, slots)
         bench.add(c, part="nonce", mode=mode)
+    c = bench.builder.build(CaseSpec("seal", 16, backend))
+    bench.add(_rekinded(bench, c, "seal_serial", list(c.slots)), part="seal_serial")
+
+
+def _rekinded(bench: _Bench, c: Case, kind: str, slots: list[int]) -> Case:
+    """Case ``c`` called through the driver's ``kind`` with ``slots``, checked once."""
+    blk = Buf.alloc(8 * len(slots), page_offset=3456)
+    out = Case(dict(c.label), kind, slots, keep=[*c.keep, blk])
+    out.place_block(blk.addr, blk.n)
+    if bench.driver.call(out) != 0:
+        raise RuntimeError(f"{c.label['backend']}: seal through the driver's {kind} failed")
+    return out
 
 
 def _add_seal_out(bench: _Bench, backend: str, fixed: list[int], n: int, tag: int,

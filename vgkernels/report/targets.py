@@ -90,8 +90,25 @@ def conclusions(tab: pd.DataFrame, raw: pd.DataFrame) -> list[str]:
             out.append(f"`vaesenc` {name}: at most {best['aes_per_cycle']:.2f} per core cycle "
                        f"({int(best['chains'])} chains), {best['block_rounds_per_cycle']:.2f} "
                        "block-rounds per cycle.")
+    out += floor_conclusions(tab)
     out += replay_conclusions(at.loop_budget(at.loop_replay(raw)))
     return out
+
+
+def floor_conclusions(tab: pd.DataFrame) -> list[str]:
+    """Target 3's 16-byte seal against its serial floor, back to back (the check) and one
+    call at a time (context): the first is a throughput, the second a latency."""
+    back = tab[tab["check"] == "16 B seal vs serial floor"]
+    one = tab[tab["check"].str.startswith("16 B seal one call at a time")]
+    if back.empty or one.empty:
+        return []
+
+    def span(g: pd.DataFrame) -> str:
+        lo, hi = g["ratio"].min(), g["ratio"].max()
+        return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
+    return [f"Target 3: back to back, a 16-byte seal takes {span(back)} its serial floor "
+            "(successive calls overlap in the core, so that is a throughput); one call at a "
+            f"time, an lfence after each, {span(one)} (its latency, the call included)."]
 
 
 def replay_conclusions(budget: pd.DataFrame) -> list[str]:
