@@ -245,7 +245,9 @@ def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
 def _add_nonce(bench: _Bench, backend: str) -> None:
     """16-byte seals with the nonce's bytes 4..11 (8-byte store) or 8..11 (4-byte store)
     written right before each call, and the plain seal (``mode`` none); and the plain seal
-    one call at a time (part ``seal_serial``: its latency, beside target 3's floor)."""
+    one call at a time (part ``seal_serial``: its latency, beside target 3's floor), with an
+    empty call timed the same way (``seal_serial_empty``: the fence's and the call's own
+    cost)."""
     for mode, kind, at in (("none", None, 0), ("store8", "seal_store8", 4),
                            ("store4", "seal_store4", 8)):
         c = bench.builder.build(CaseSpec("seal", 16, backend))
@@ -258,6 +260,9 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
         bench.add(c, part="nonce", mode=mode)
     c = bench.builder.build(CaseSpec("seal", 16, backend))
     bench.add(_rekinded(bench, c, "seal_serial", list(c.slots)), part="seal_serial")
+    e = bench.driver.empty_case()
+    bench.add(_rekinded(bench, e, "seal_serial", list(e.slots)), part="seal_serial_empty",
+              backend=backend)
 
 
 def _rekinded(bench: _Bench, c: Case, kind: str, slots: list[int]) -> Case:
@@ -266,7 +271,7 @@ def _rekinded(bench: _Bench, c: Case, kind: str, slots: list[int]) -> Case:
     out = Case(dict(c.label), kind, slots, keep=[*c.keep, blk])
     out.place_block(blk.addr, blk.n)
     if bench.driver.call(out) != 0:
-        raise RuntimeError(f"{c.label['backend']}: seal through the driver's {kind} failed")
+        raise RuntimeError(f"{c.label}: the call through the driver's {kind} failed")
     return out
 
 

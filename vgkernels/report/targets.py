@@ -108,7 +108,8 @@ def floor_conclusions(tab: pd.DataFrame) -> list[str]:
         return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
     return [f"Target 3: back to back, a 16-byte seal takes {span(back)} its serial floor "
             "(successive calls overlap in the core, so that is a throughput); one call at a "
-            f"time, an lfence after each, {span(one)} (its latency, the call included)."]
+            f"time, an lfence after each, {span(one)} (its latency, less an empty call timed "
+            "the same way)."]
 
 
 def replay_conclusions(budget: pd.DataFrame) -> list[str]:
