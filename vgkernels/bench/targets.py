@@ -244,10 +244,7 @@ def _add_seals(bench: _Bench, backend: str, prof: Profile) -> None:
 
 def _add_nonce(bench: _Bench, backend: str) -> None:
     """16-byte seals with the nonce's bytes 4..11 (8-byte store) or 8..11 (4-byte store)
-    written right before each call, and the plain seal (``mode`` none); and the plain seal
-    one call at a time (part ``seal_serial``: its latency, beside target 3's floor), with an
-    empty call timed the same way (``seal_serial_empty``: the fence's and the call's own
-    cost)."""
+    written right before each call, and the plain seal (``mode`` none)."""
     for mode, kind, at in (("none", None, 0), ("store8", "seal_store8", 4),
                            ("store4", "seal_store4", 8)):
         c = bench.builder.build(CaseSpec("seal", 16, backend))
@@ -258,6 +255,12 @@ def _add_nonce(bench: _Bench, backend: str) -> None:
             slots[PRESTORE_SLOTS[1]] = int.from_bytes(ctypes.string_at(nonce + at, 8), "little")
             c = _rekinded(bench, c, kind, slots)
         bench.add(c, part="nonce", mode=mode)
+
+
+def _add_serial(bench: _Bench, backend: str) -> None:
+    """The 16-byte seal one call at a time (part ``seal_serial``: its latency, beside target
+    3's floor), and an empty call timed the same way (``seal_serial_empty``: the fence's and
+    the call's own cost)."""
     c = bench.builder.build(CaseSpec("seal", 16, backend))
     bench.add(_rekinded(bench, c, "seal_serial", list(c.slots)), part="seal_serial")
     e = bench.driver.empty_case()
@@ -426,6 +429,7 @@ def measure_local(backends: Sequence[str], prof: Profile, drv: Driver | None = N
         _add_replays(bench, be)
         _add_seals(bench, be, prof)
         _add_nonce(bench, be)
+        _add_serial(bench, be)
     _add_aes_rate(bench, prof, sorted({get(b).width for b in backends} | (
         {4} if "vaes_avx512" in backends else set())))
     main = list(bench.cases)
