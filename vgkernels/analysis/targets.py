@@ -133,7 +133,7 @@ def short(raw: pd.DataFrame) -> list[dict]:
             # throughput; one call at a time (`driver.SERIAL`) gives the latency beside it,
             # less an empty call timed the same way (the fence and the call)
             one = _part(raw, "seal_serial").query("backend == @be")
-            empty = _part(raw, "seal_serial_empty").query("backend == @be")
+            empty = _part(raw, "seal_serial_empty")  # one for every backend
             if len(one):
                 t, detail = float(one["min_ticks"].min()), "lfence after each call"
                 if len(empty):

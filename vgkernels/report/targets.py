@@ -15,7 +15,7 @@ import seaborn as sns
 from ..analysis import targets as at
 from ..backends import Backend
 from ..bench import targets as bt
-from .session import Profile
+from .session import Profile, fmt_range
 
 
 def only(backends: str | Iterable[str] | None) -> Callable[[Backend], bool] | None:
@@ -104,8 +104,7 @@ def floor_conclusions(tab: pd.DataFrame) -> list[str]:
         return []
 
     def span(g: pd.DataFrame) -> str:
-        lo, hi = g["ratio"].min(), g["ratio"].max()
-        return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
+        return fmt_range(g["ratio"].min(), g["ratio"].max(), unit="x")
     return [f"Target 3: back to back, a 16-byte seal takes {span(back)} its serial floor "
             "(successive calls overlap in the core, so that is a throughput); one call at a "
             f"time, an lfence after each, {span(one)} (its latency, less an empty call timed "
